@@ -1,0 +1,374 @@
+use crate::{CoreError, Severity};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+
+/// Decision thresholds on the fused score: `score >= block` => BLOCK,
+/// else `score >= review` => REVIEW, else ALLOW. Constants of the loaded
+/// configuration; nothing changes them at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Thresholds {
+    pub review: f64,
+    pub block: f64,
+}
+
+/// How much one fired rule of each severity contributes (see `Config` docs).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeverityWeights {
+    pub low: f64,
+    pub medium: f64,
+    pub high: f64,
+    pub critical: f64,
+}
+
+impl SeverityWeights {
+    pub fn weight(&self, s: Severity) -> f64 {
+        match s {
+            Severity::Low => self.low,
+            Severity::Medium => self.medium,
+            Severity::High => self.high,
+            Severity::Critical => self.critical,
+        }
+    }
+}
+
+/// Suppress rule ids for a server and/or tool (absent = any).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AllowEntry {
+    #[serde(default)]
+    pub server: Option<String>,
+    #[serde(default)]
+    pub tool: Option<String>,
+    pub rules: Vec<String>,
+}
+
+impl AllowEntry {
+    pub fn covers(&self, server: Option<&str>, tool: Option<&str>, rule: &str) -> bool {
+        let field_ok = |want: &Option<String>, have: Option<&str>| match want {
+            None => true,
+            Some(w) => have == Some(w.as_str()),
+        };
+        field_ok(&self.server, server)
+            && field_ok(&self.tool, tool)
+            && self.rules.iter().any(|r| r == rule)
+    }
+}
+
+/// Settings of the egress guard (tool results and tool-call arguments only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EgressConfig {
+    /// Literal canary tokens planted by the operator; any occurrence is critical.
+    pub canaries: Vec<String>,
+    /// Replace detected secrets in tool results with placeholders.
+    pub mask_secrets: bool,
+    /// Replace detected PII (emails, phone numbers, payment cards) in tool results.
+    pub mask_pii: bool,
+    /// Shannon entropy (bits per char) above which a long token counts as a likely secret.
+    pub entropy_bits: f64,
+    /// Minimum token length for the entropy check.
+    pub entropy_min_len: usize,
+    /// Weight of the egress stage in the fusion for `tool_result` items (a secret
+    /// coming back from a tool is masked rather than withheld, so it weighs less than
+    /// one leaving through `tool_arguments`, which weighs 1).
+    pub result_weight: f64,
+}
+
+/// Caps on normalization; decoding stops at whichever is hit first.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NormalizeConfig {
+    pub max_decode_depth: usize,
+    /// Total bytes all decoded views together may hold, per input.
+    pub max_decoded_bytes: usize,
+    /// Maximum number of decoded segments per input.
+    pub max_decoded_segments: usize,
+}
+
+impl Default for NormalizeConfig {
+    fn default() -> Self {
+        NormalizeConfig {
+            max_decode_depth: 3,
+            max_decoded_bytes: 256 * 1024,
+            max_decoded_segments: 256,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Preset {
+    Strict,
+    Balanced,
+    Permissive,
+}
+
+impl std::str::FromStr for Preset {
+    type Err = CoreError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "strict" => Ok(Preset::Strict),
+            "balanced" => Ok(Preset::Balanced),
+            "permissive" => Ok(Preset::Permissive),
+            other => Err(CoreError::UnknownPreset(other.to_string())),
+        }
+    }
+}
+
+/// The loaded configuration. Its canonical JSON is hashed into every record.
+///
+/// Fusion (documented in docs/policy.md): a stage's score is the noisy-OR of the
+/// severity weights of its distinct counted findings, `1 - prod(1 - w(sev))`; the
+/// fused score is the noisy-OR of the stage scores times their stage weights,
+/// `1 - prod_s(1 - weight_s * score_s)`. The status compares the fused score with
+/// `thresholds`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub preset: Preset,
+    pub thresholds: Thresholds,
+    pub severity_weights: SeverityWeights,
+    pub normalize: NormalizeConfig,
+    pub egress: EgressConfig,
+    pub allow: Vec<AllowEntry>,
+}
+
+/// The on-disk form: every field optional, applied on top of `preset`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    preset: Option<Preset>,
+    thresholds: Option<Thresholds>,
+    severity_weights: Option<SeverityWeights>,
+    normalize: Option<NormalizeConfig>,
+    egress: Option<EgressFile>,
+    #[serde(default)]
+    allow: Vec<AllowEntry>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EgressFile {
+    canaries: Option<Vec<String>>,
+    mask_secrets: Option<bool>,
+    mask_pii: Option<bool>,
+    entropy_bits: Option<f64>,
+    entropy_min_len: Option<usize>,
+    result_weight: Option<f64>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::preset(Preset::Balanced)
+    }
+}
+
+impl Config {
+    pub fn preset(preset: Preset) -> Config {
+        let (review, block, mask_pii) = match preset {
+            Preset::Strict => (0.15, 0.6, true),
+            Preset::Balanced => (0.3, 0.8, false),
+            Preset::Permissive => (0.5, 0.9, false),
+        };
+        Config {
+            preset,
+            thresholds: Thresholds { review, block },
+            severity_weights: SeverityWeights {
+                low: 0.2,
+                medium: 0.4,
+                high: 0.6,
+                critical: 0.9,
+            },
+            normalize: NormalizeConfig::default(),
+            egress: EgressConfig {
+                canaries: Vec::new(),
+                mask_secrets: true,
+                mask_pii,
+                entropy_bits: 4.5,
+                entropy_min_len: 32,
+                result_weight: 0.4,
+            },
+            allow: Vec::new(),
+        }
+    }
+
+    /// Parse a TOML configuration; `origin` names it in errors.
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<Config, CoreError> {
+        let file: ConfigFile = toml::from_str(text).map_err(|e| CoreError::ConfigParse {
+            path: origin.to_string(),
+            message: e.to_string(),
+        })?;
+        let mut cfg = Config::preset(file.preset.unwrap_or(Preset::Balanced));
+        if let Some(t) = file.thresholds {
+            cfg.thresholds = t;
+        }
+        if let Some(w) = file.severity_weights {
+            cfg.severity_weights = w;
+        }
+        if let Some(n) = file.normalize {
+            cfg.normalize = n;
+        }
+        if let Some(e) = file.egress {
+            let g = &mut cfg.egress;
+            g.canaries = e.canaries.unwrap_or_default();
+            g.mask_secrets = e.mask_secrets.unwrap_or(g.mask_secrets);
+            g.mask_pii = e.mask_pii.unwrap_or(g.mask_pii);
+            g.entropy_bits = e.entropy_bits.unwrap_or(g.entropy_bits);
+            g.entropy_min_len = e.entropy_min_len.unwrap_or(g.entropy_min_len);
+            g.result_weight = e.result_weight.unwrap_or(g.result_weight);
+        }
+        cfg.allow = file.allow;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn load(path: &Path) -> Result<Config, CoreError> {
+        let text = std::fs::read_to_string(path).map_err(|source| CoreError::ConfigIo {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Config::from_toml_str(&text, &path.display().to_string())
+    }
+
+    /// Reject configurations that cannot mean what their author intended.
+    pub fn validate(&self) -> Result<(), CoreError> {
+        let unit = |name: &str, v: f64| {
+            if v.is_finite() && (0.0..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(CoreError::ConfigInvalid(format!(
+                    "{name} must be within [0, 1], got {v}"
+                )))
+            }
+        };
+        let t = &self.thresholds;
+        unit("thresholds.review", t.review)?;
+        unit("thresholds.block", t.block)?;
+        if t.review <= 0.0 {
+            return Err(CoreError::ConfigInvalid(
+                "thresholds.review must be greater than 0 (0 would refer every input)".into(),
+            ));
+        }
+        if t.review > t.block {
+            return Err(CoreError::ConfigInvalid(format!(
+                "thresholds.review ({}) must not exceed thresholds.block ({})",
+                t.review, t.block
+            )));
+        }
+        let w = &self.severity_weights;
+        unit("severity_weights.low", w.low)?;
+        unit("severity_weights.medium", w.medium)?;
+        unit("severity_weights.high", w.high)?;
+        unit("severity_weights.critical", w.critical)?;
+        unit("egress.result_weight", self.egress.result_weight)?;
+        if !(self.egress.entropy_bits.is_finite() && self.egress.entropy_bits > 0.0) {
+            return Err(CoreError::ConfigInvalid(
+                "egress.entropy_bits must be a positive number".into(),
+            ));
+        }
+        if self.egress.entropy_min_len == 0 {
+            return Err(CoreError::ConfigInvalid(
+                "egress.entropy_min_len must be at least 1".into(),
+            ));
+        }
+        if self.egress.canaries.iter().any(|c| c.trim().len() < 8) {
+            return Err(CoreError::ConfigInvalid(
+                "egress.canaries: each canary must be at least 8 non-blank characters".into(),
+            ));
+        }
+        for (i, a) in self.allow.iter().enumerate() {
+            if a.rules.is_empty() {
+                return Err(CoreError::ConfigInvalid(format!(
+                    "allow[{i}] lists no rules"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Canonical JSON: struct fields serialize in declaration order, so equal
+    /// configurations give equal bytes.
+    pub fn canonical_json(&self) -> String {
+        // Serializing plain structs of numbers, strings and vectors cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// SHA-256 of the canonical JSON plus `extra` (e.g. the rule set fingerprint).
+    pub fn hash_with(&self, extra: &str) -> String {
+        let mut h = Sha256::new();
+        h.update(self.canonical_json().as_bytes());
+        h.update([0u8]);
+        h.update(extra.as_bytes());
+        hex::encode(h.finalize())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_are_ordered_by_strictness() {
+        let s = Config::preset(Preset::Strict).thresholds;
+        let b = Config::preset(Preset::Balanced).thresholds;
+        let p = Config::preset(Preset::Permissive).thresholds;
+        assert!(s.review < b.review && b.review < p.review);
+        assert!(s.block < b.block && b.block < p.block);
+        for c in [Preset::Strict, Preset::Balanced, Preset::Permissive] {
+            Config::preset(c).validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn file_overrides_preset_and_keeps_the_rest() {
+        let cfg = Config::from_toml_str(
+            "preset = \"strict\"\n[thresholds]\nreview = 0.2\nblock = 0.7\n[egress]\ncanaries = [\"PCY-CANARY-123456\"]\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(cfg.preset, Preset::Strict);
+        assert_eq!(cfg.thresholds.review, 0.2);
+        assert!(
+            cfg.egress.mask_pii,
+            "strict preset masks PII unless overridden"
+        );
+        assert_eq!(cfg.egress.canaries.len(), 1);
+    }
+
+    #[test]
+    fn typos_and_bad_values_are_errors() {
+        let e = Config::from_toml_str("[thresholds]\nreveiw = 0.2\nblock = 0.7\n", "t.toml");
+        assert!(e.unwrap_err().to_string().contains("reveiw"));
+        let e = Config::from_toml_str("[thresholds]\nreview = 0.9\nblock = 0.7\n", "t.toml");
+        assert!(e.unwrap_err().to_string().contains("must not exceed"));
+        let e = Config::from_toml_str("preset = \"lax\"\n", "t.toml");
+        assert!(e.is_err());
+        let e = Config::from_toml_str("[[allow]]\nrules = []\n", "t.toml");
+        assert!(e.is_err());
+    }
+
+    #[test]
+    fn hash_changes_with_any_setting() {
+        let a = Config::default();
+        let mut b = Config::default();
+        assert_eq!(a.hash_with("r1"), b.hash_with("r1"));
+        assert_ne!(a.hash_with("r1"), a.hash_with("r2"));
+        b.thresholds.block = 0.81;
+        assert_ne!(a.hash_with("r1"), b.hash_with("r1"));
+    }
+
+    #[test]
+    fn allow_entry_matches_scope() {
+        let a = AllowEntry {
+            server: Some("fs".into()),
+            tool: None,
+            rules: vec!["au.x".into()],
+        };
+        assert!(a.covers(Some("fs"), Some("any"), "au.x"));
+        assert!(!a.covers(Some("web"), Some("any"), "au.x"));
+        assert!(!a.covers(Some("fs"), None, "au.y"));
+    }
+}

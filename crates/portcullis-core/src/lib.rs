@@ -1,0 +1,27 @@
+//! Portcullis core types: the vocabulary every other crate speaks.
+//!
+//! This crate has no heavy dependencies on purpose: it defines what an inspected
+//! item is ([`Item`], [`Channel`]), what a stage reports ([`StageOutput`],
+//! [`Finding`]), what a decision looks like ([`DecisionRecord`]) and the loaded
+//! configuration whose hash goes into every record ([`Config`]).
+
+mod channel;
+mod config;
+mod error;
+mod item;
+mod record;
+
+pub use channel::Channel;
+pub use config::{
+    AllowEntry, Config, EgressConfig, NormalizeConfig, Preset, SeverityWeights, Thresholds,
+};
+pub use error::CoreError;
+pub use item::Item;
+pub use record::{
+    sha256_hex, Action, DecisionRecord, Finding, Severity, Span, StageOutput, Status, RECORD_SCHEMA,
+};
+
+/// Current UTC time as RFC 3339 with microseconds, for record timestamps.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
+}

@@ -1,0 +1,390 @@
+//! Walk a whole MCP tool object (`tool_definition`) into one item per string.
+//!
+//! Every string at any depth is its own item with the JSON path of its field:
+//! name (`tool_name`), title/description/annotations (`tool_description`), and for
+//! `inputSchema`/`outputSchema` every property name, description, title, enum value,
+//! default, example, nested `properties`/`items`/`$defs` (`tool_schema`). Object keys
+//! that are not JSON-Schema keywords (property names, vendor extensions) are items
+//! too, marked `is_key`, with a path ending in `~` (the JSONPath-Plus key notation).
+
+use portcullis_core::{Channel, Finding, Item, Severity, Span};
+use serde_json::Value;
+
+/// Bounds on the walk: deeper or larger definitions are cut and reported.
+pub const MAX_DEPTH: usize = 64;
+pub const MAX_ITEMS: usize = 20_000;
+
+/// JSON-Schema keywords: keys that are grammar, not content. Any other key is
+/// content chosen by the server author and is scanned.
+const SCHEMA_KEYWORDS: &[&str] = &[
+    "$schema",
+    "$id",
+    "$ref",
+    "$defs",
+    "$anchor",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$comment",
+    "$vocabulary",
+    "definitions",
+    "type",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "required",
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "enum",
+    "const",
+    "default",
+    "examples",
+    "example",
+    "title",
+    "description",
+    "format",
+    "pattern",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "propertyNames",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "nullable",
+    "discriminator",
+];
+
+/// Keys whose object values map user-chosen names to subschemas.
+const NAME_MAPS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+];
+
+/// Top-level fields of an MCP tool object that are structure, not text.
+const TOOL_KEYS: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+    "_meta",
+    "icons",
+];
+
+pub struct Extracted {
+    pub items: Vec<Item>,
+    /// Findings about the structure itself (walk limits hit).
+    pub findings: Vec<Finding>,
+}
+
+/// Append `.key` or `["key"]` to a JSON path.
+pub fn child_path(parent: &str, key: &str) -> String {
+    let simple = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+        && !key.starts_with(|c: char| c.is_ascii_digit());
+    if simple {
+        format!("{parent}.{key}")
+    } else {
+        format!("{parent}[{}]", serde_json::Value::String(key.to_string()))
+    }
+}
+
+struct Walker<'a> {
+    server: Option<&'a str>,
+    tool: Option<&'a str>,
+    items: Vec<Item>,
+    truncated: Option<String>,
+}
+
+impl Walker<'_> {
+    fn push(&mut self, channel: Channel, path: String, text: &str, is_key: bool) {
+        if self.items.len() >= MAX_ITEMS {
+            self.truncated
+                .get_or_insert_with(|| format!("more than {MAX_ITEMS} strings"));
+            return;
+        }
+        if text.is_empty() {
+            return;
+        }
+        let mut item = Item::new(channel, text)
+            .with_server(self.server.map(str::to_string))
+            .with_tool(self.tool.map(str::to_string))
+            .with_path(path);
+        item.is_key = is_key;
+        self.items.push(item);
+    }
+
+    /// Walk any JSON value; `in_schema` says whether keys are schema grammar.
+    fn walk(
+        &mut self,
+        channel: Channel,
+        v: &Value,
+        path: &str,
+        depth: usize,
+        in_schema: bool,
+        name_map: bool,
+    ) {
+        if depth > MAX_DEPTH {
+            self.truncated
+                .get_or_insert_with(|| format!("nesting deeper than {MAX_DEPTH} at {path}"));
+            return;
+        }
+        match v {
+            Value::String(s) => self.push(channel, path.to_string(), s, false),
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    self.walk(
+                        channel,
+                        x,
+                        &format!("{path}[{i}]"),
+                        depth + 1,
+                        in_schema,
+                        false,
+                    );
+                }
+            }
+            Value::Object(m) => {
+                for (k, x) in m {
+                    let p = child_path(path, k);
+                    let keyword = in_schema && !name_map && SCHEMA_KEYWORDS.contains(&k.as_str());
+                    if !keyword {
+                        self.push(channel, format!("{p}~"), k, true);
+                    }
+                    let child_is_map = in_schema && !name_map && NAME_MAPS.contains(&k.as_str());
+                    self.walk(channel, x, &p, depth + 1, in_schema, child_is_map);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Items of one MCP tool object. Fails only if `tool` is not a JSON object.
+pub fn tool_items(tool: &Value, server: Option<&str>) -> Result<Extracted, crate::DetectError> {
+    let obj = tool.as_object().ok_or_else(|| {
+        crate::DetectError::ToolDefinition("a tool definition must be a JSON object".into())
+    })?;
+    let name = obj.get("name").and_then(Value::as_str);
+    let mut w = Walker {
+        server,
+        tool: name,
+        items: Vec::new(),
+        truncated: None,
+    };
+    if let Some(n) = name {
+        w.push(Channel::ToolName, "$.name".into(), n, false);
+    }
+    for key in ["title", "description"] {
+        if let Some(v) = obj.get(key) {
+            w.walk(
+                Channel::ToolDescription,
+                v,
+                &format!("$.{key}"),
+                1,
+                false,
+                false,
+            );
+        }
+    }
+    for key in ["inputSchema", "outputSchema"] {
+        if let Some(v) = obj.get(key) {
+            w.walk(Channel::ToolSchema, v, &format!("$.{key}"), 1, true, false);
+        }
+    }
+    if let Some(v) = obj.get("annotations") {
+        w.walk(
+            Channel::ToolDescription,
+            v,
+            "$.annotations",
+            1,
+            false,
+            false,
+        );
+    }
+    // Anything else (vendor fields, `_meta`, future spec fields) is walked too:
+    // a new field is inspected generically rather than passed through unseen.
+    for (k, v) in obj {
+        if TOOL_KEYS.contains(&k.as_str()) && k != "_meta" {
+            continue;
+        }
+        let p = child_path("$", k);
+        w.push(Channel::ToolDescription, format!("{p}~"), k, true);
+        w.walk(Channel::ToolDescription, v, &p, 1, false, false);
+    }
+    if name.is_none() {
+        w.truncated
+            .get_or_insert_with(|| "the tool has no string `name`".into());
+    }
+    let findings = w
+        .truncated
+        .map(|why| Finding {
+            rule: "struct.malformed_or_oversized".into(),
+            category: "structure".into(),
+            severity: Severity::High,
+            view: "original".into(),
+            span: Span { start: 0, end: 0 },
+            excerpt: why,
+            path: Some("$".into()),
+            allowlisted: false,
+        })
+        .into_iter()
+        .collect();
+    Ok(Extracted {
+        items: w.items,
+        findings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn paths(e: &Extracted) -> Vec<(Channel, String, String)> {
+        e.items
+            .iter()
+            .map(|i| {
+                (
+                    i.channel,
+                    i.path.clone().unwrap_or_default(),
+                    i.text.clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_schema_string_is_an_item_with_its_path() {
+        let tool = json!({
+            "name": "read_file",
+            "title": "Read file",
+            "description": "Reads a file.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path", "title": "Path",
+                             "enum": ["a.txt", "b.txt"], "default": "a.txt", "examples": ["c.txt"]},
+                    "opts": {"type": "object", "properties": {"mode": {"type": "string", "description": "nested"}},
+                             "items": {"description": "in items"}}
+                },
+                "$defs": {"helper": {"description": "in defs"}}
+            },
+            "outputSchema": {"type": "object", "properties": {"content": {"description": "out"}}},
+            "annotations": {"title": "Reader", "readOnlyHint": true}
+        });
+        let e = tool_items(&tool, Some("fs")).unwrap();
+        let p = paths(&e);
+        let has = |path: &str, text: &str| p.iter().any(|(_, pp, t)| pp == path && t == text);
+        assert!(has("$.name", "read_file"));
+        assert!(has("$.title", "Read file"));
+        assert!(has("$.description", "Reads a file."));
+        assert!(has("$.inputSchema.properties.path~", "path"));
+        assert!(has(
+            "$.inputSchema.properties.path.description",
+            "File path"
+        ));
+        assert!(has("$.inputSchema.properties.path.title", "Path"));
+        assert!(has("$.inputSchema.properties.path.enum[1]", "b.txt"));
+        assert!(has("$.inputSchema.properties.path.default", "a.txt"));
+        assert!(has("$.inputSchema.properties.path.examples[0]", "c.txt"));
+        assert!(has(
+            "$.inputSchema.properties.opts.properties.mode~",
+            "mode"
+        ));
+        assert!(has(
+            "$.inputSchema.properties.opts.properties.mode.description",
+            "nested"
+        ));
+        assert!(has(
+            "$.inputSchema.properties.opts.items.description",
+            "in items"
+        ));
+        assert!(has("$.inputSchema.$defs.helper~", "helper"));
+        assert!(has("$.inputSchema.$defs.helper.description", "in defs"));
+        assert!(has("$.outputSchema.properties.content.description", "out"));
+        assert!(has("$.annotations.title", "Reader"));
+        // Grammar is not content: "type", "properties" and "object" keys are not items.
+        assert!(!p
+            .iter()
+            .any(|(_, pp, _)| pp.ends_with(".type~") || pp.ends_with(".properties~")));
+        assert!(e
+            .items
+            .iter()
+            .all(|i| i.server.as_deref() == Some("fs") && i.tool.as_deref() == Some("read_file")));
+        let ch = |path: &str| p.iter().find(|(_, pp, _)| pp == path).map(|x| x.0);
+        assert_eq!(ch("$.name"), Some(Channel::ToolName));
+        assert_eq!(ch("$.description"), Some(Channel::ToolDescription));
+        assert_eq!(
+            ch("$.inputSchema.properties.path.description"),
+            Some(Channel::ToolSchema)
+        );
+        assert!(e.findings.is_empty());
+    }
+
+    #[test]
+    fn unknown_keys_and_odd_names_are_scanned() {
+        let tool = json!({"name": "t", "inputSchema": {"type": "object",
+            "x-note": "vendor text", "properties": {"weird key": {"type": "string"}}}, "vendorField": "more"});
+        let e = tool_items(&tool, None).unwrap();
+        let p = paths(&e);
+        assert!(p
+            .iter()
+            .any(|(_, pp, t)| pp == "$.inputSchema[\"x-note\"]~" && t == "x-note"));
+        assert!(p
+            .iter()
+            .any(|(_, pp, t)| pp == "$.inputSchema[\"x-note\"]" && t == "vendor text"));
+        assert!(p
+            .iter()
+            .any(|(_, pp, _)| pp == "$.inputSchema.properties[\"weird key\"]~"));
+        assert!(p
+            .iter()
+            .any(|(_, pp, t)| pp == "$.vendorField" && t == "more"));
+    }
+
+    #[test]
+    fn limits_and_malformed_tools_are_findings_not_silence() {
+        let mut deep = json!("bottom");
+        for _ in 0..100 {
+            deep = json!({"description": deep});
+        }
+        let e = tool_items(&json!({"name": "t", "inputSchema": deep}), None).unwrap();
+        assert_eq!(e.findings.len(), 1);
+        assert!(e.findings[0].excerpt.contains("deeper"));
+        let e = tool_items(&json!({"description": "no name"}), None).unwrap();
+        assert_eq!(e.findings.len(), 1);
+        assert!(tool_items(&json!(["not", "an", "object"]), None).is_err());
+    }
+}

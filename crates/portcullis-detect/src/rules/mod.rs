@@ -1,0 +1,301 @@
+//! Rules are data: one TOML file per category under `rules/`, embedded into the
+//! binary at build time (or loaded from a directory with `--rules`). The whole set
+//! is compiled once into one `RegexSet`; per-pattern regexes run only for the
+//! patterns the set reports, to find spans.
+
+use crate::normalize::View;
+use crate::DetectError;
+use portcullis_core::{Finding, Severity, Span};
+use regex::{Regex, RegexSet, RegexSetBuilder};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::path::Path;
+
+include!(concat!(env!("OUT_DIR"), "/embedded_rules.rs"));
+
+/// Maximum compiled size of the set; generous, but a bound against a pathological file.
+const SET_SIZE_LIMIT: usize = 64 << 20;
+/// At most this many spans are reported per rule and item.
+const MAX_SPANS_PER_RULE: usize = 8;
+
+/// Which items a rule applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// Any text (prose fields, results, and identifiers too).
+    #[default]
+    Text,
+    /// JSON-schema property names only.
+    PropertyName,
+    /// Tool names only.
+    ToolName,
+}
+
+/// What is being matched, to filter rules by scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Text,
+    PropertyName,
+    ToolName,
+}
+
+impl Scope {
+    fn applies_to(self, t: Target) -> bool {
+        match self {
+            Scope::Text => true,
+            Scope::PropertyName => t == Target::PropertyName,
+            Scope::ToolName => t == Target::ToolName,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub id: String,
+    pub severity: Severity,
+    pub description: String,
+    #[serde(default)]
+    pub scope: Scope,
+    pub patterns: Vec<String>,
+    /// Texts the rule must fire on (checked by tests).
+    #[serde(default)]
+    pub positive: Vec<String>,
+    /// Benign texts sharing the rule's words that must fire no rule (checked by tests).
+    #[serde(default)]
+    pub negative: Vec<String>,
+    /// Filled from the file's `category`.
+    #[serde(skip)]
+    pub category: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleFile {
+    category: String,
+    version: u32,
+    description: String,
+    #[serde(rename = "rule", default)]
+    rules: Vec<Rule>,
+}
+
+/// One category file as loaded.
+#[derive(Debug, Clone)]
+pub struct Category {
+    pub name: String,
+    pub version: u32,
+    pub description: String,
+    pub file: String,
+}
+
+/// A rule that fired: which rule, on which view, where in the original.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleHit {
+    pub rule: usize,
+    pub view: usize,
+    pub span: Span,
+}
+
+#[derive(Debug)]
+pub struct RuleSet {
+    rules: Vec<Rule>,
+    categories: Vec<Category>,
+    set: RegexSet,
+    /// Per pattern (same index as in `set`): its regex and its rule.
+    patterns: Vec<(Regex, usize)>,
+    fingerprint: String,
+}
+
+impl RuleSet {
+    /// The rules embedded in the binary at build time.
+    pub fn embedded() -> Result<RuleSet, DetectError> {
+        let sources: Vec<(String, String)> = EMBEDDED_RULES
+            .iter()
+            .map(|(n, c)| (n.to_string(), c.to_string()))
+            .collect();
+        RuleSet::from_sources(&sources, "embedded rules")
+    }
+
+    /// Every `*.toml` file of a directory.
+    pub fn load_dir(dir: &Path) -> Result<RuleSet, DetectError> {
+        let io = |source| DetectError::RulesIo {
+            path: dir.display().to_string(),
+            source,
+        };
+        let mut sources = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(io)? {
+            let path = entry.map_err(io)?.path();
+            if path.extension().is_some_and(|x| x == "toml") {
+                let text =
+                    std::fs::read_to_string(&path).map_err(|source| DetectError::RulesIo {
+                        path: path.display().to_string(),
+                        source,
+                    })?;
+                let name = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default();
+                sources.push((name.to_string(), text));
+            }
+        }
+        RuleSet::from_sources(&sources, &dir.display().to_string())
+    }
+
+    /// Parse and compile (file name, TOML text) pairs.
+    pub fn from_sources(
+        sources: &[(String, String)],
+        origin: &str,
+    ) -> Result<RuleSet, DetectError> {
+        let mut sources: Vec<&(String, String)> = sources.iter().collect();
+        sources.sort();
+        let mut rules: Vec<Rule> = Vec::new();
+        let mut categories = Vec::new();
+        let mut hasher = Sha256::new();
+        for (name, text) in sources {
+            hasher.update(name.as_bytes());
+            hasher.update([0]);
+            hasher.update(text.as_bytes());
+            hasher.update([0]);
+            let file: RuleFile = toml::from_str(text).map_err(|e| DetectError::RulesParse {
+                path: name.clone(),
+                message: e.to_string(),
+            })?;
+            categories.push(Category {
+                name: file.category.clone(),
+                version: file.version,
+                description: file.description,
+                file: name.clone(),
+            });
+            for mut r in file.rules {
+                if rules.iter().any(|o| o.id == r.id) {
+                    return Err(DetectError::DuplicateRule(r.id));
+                }
+                if r.patterns.is_empty() {
+                    return Err(DetectError::RulePattern {
+                        path: name.clone(),
+                        rule: r.id,
+                        message: "no patterns".into(),
+                    });
+                }
+                r.category = file.category.clone();
+                rules.push(r);
+            }
+        }
+        if rules.is_empty() {
+            return Err(DetectError::NoRules(origin.to_string()));
+        }
+        let mut patterns = Vec::new();
+        let mut sources_flat = Vec::new();
+        for (ri, r) in rules.iter().enumerate() {
+            for p in &r.patterns {
+                let file = categories
+                    .iter()
+                    .find(|c| c.name == r.category)
+                    .map(|c| c.file.clone())
+                    .unwrap_or_default();
+                let regex = Regex::new(p).map_err(|e| DetectError::RulePattern {
+                    path: file,
+                    rule: r.id.clone(),
+                    message: e.to_string(),
+                })?;
+                patterns.push((regex, ri));
+                sources_flat.push(p.clone());
+            }
+        }
+        let set = RegexSetBuilder::new(&sources_flat)
+            .size_limit(SET_SIZE_LIMIT)
+            .dfa_size_limit(SET_SIZE_LIMIT)
+            .build()
+            .map_err(|e| DetectError::RulePattern {
+                path: origin.to_string(),
+                rule: "(whole set)".into(),
+                message: e.to_string(),
+            })?;
+        Ok(RuleSet {
+            rules,
+            categories,
+            set,
+            patterns,
+            fingerprint: hex::encode(hasher.finalize()),
+        })
+    }
+
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    pub fn categories(&self) -> &[Category] {
+        &self.categories
+    }
+
+    pub fn pattern_count(&self) -> usize {
+        self.patterns.len()
+    }
+
+    /// SHA-256 over the rule files: part of the configuration hash of every record.
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    /// Match every view; a rule is reported once, on the first view (in view order)
+    /// where it fires, with up to `MAX_SPANS_PER_RULE` spans.
+    pub fn scan(&self, views: &[View], target: Target) -> Vec<RuleHit> {
+        let mut hits: Vec<RuleHit> = Vec::new();
+        let mut fired = vec![false; self.rules.len()];
+        for (vi, view) in views.iter().enumerate() {
+            let matched = self.set.matches(&view.text);
+            if !matched.matched_any() {
+                continue;
+            }
+            let mut fired_here = vec![];
+            for pi in matched.iter() {
+                let (regex, ri) = &self.patterns[pi];
+                if fired[*ri] || !self.rules[*ri].scope.applies_to(target) {
+                    continue;
+                }
+                let spans_so_far = hits.iter().filter(|h| h.rule == *ri).count();
+                for m in regex
+                    .find_iter(&view.text)
+                    .take(MAX_SPANS_PER_RULE - spans_so_far.min(MAX_SPANS_PER_RULE))
+                {
+                    let (start, end) = view.to_original(m.start(), m.end());
+                    let hit = RuleHit {
+                        rule: *ri,
+                        view: vi,
+                        span: Span { start, end },
+                    };
+                    if !hits.contains(&hit) {
+                        hits.push(hit);
+                    }
+                }
+                fired_here.push(*ri);
+            }
+            for ri in fired_here {
+                fired[ri] = true;
+            }
+        }
+        hits
+    }
+
+    /// Turn hits into findings with excerpts of the original text.
+    pub fn findings(&self, hits: &[RuleHit], views: &[View], original: &str) -> Vec<Finding> {
+        hits.iter()
+            .map(|h| {
+                let r = &self.rules[h.rule];
+                Finding {
+                    rule: r.id.clone(),
+                    category: r.category.clone(),
+                    severity: r.severity,
+                    view: views
+                        .get(h.view)
+                        .map(|v| v.name.clone())
+                        .unwrap_or_default(),
+                    span: h.span,
+                    excerpt: crate::excerpt(original, h.span),
+                    path: None,
+                    allowlisted: false,
+                }
+            })
+            .collect()
+    }
+}

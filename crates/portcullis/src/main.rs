@@ -1,0 +1,122 @@
+//! The `portcullis` command line.
+
+mod scan;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use portcullis_core::{Config, Preset};
+use portcullis_detect::rules::RuleSet;
+use portcullis_detect::Detector;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "portcullis",
+    version,
+    about = "A local-first security gateway for the Model Context Protocol"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Inspect text, a file, stdin or a JSONL batch; print one decision record per input.
+    Scan(scan::ScanArgs),
+    /// List the loaded rules.
+    Rules {
+        #[command(flatten)]
+        detector: DetectorArgs,
+    },
+    /// Print the effective configuration (TOML) and its hash.
+    Config {
+        #[command(flatten)]
+        detector: DetectorArgs,
+    },
+}
+
+/// Options that choose the configuration and the rules.
+#[derive(Args, Clone)]
+pub struct DetectorArgs {
+    /// Configuration file (TOML). Without it, the preset is used.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Preset when no --config is given: strict, balanced or permissive.
+    #[arg(long, value_name = "NAME", conflicts_with = "config")]
+    pub preset: Option<Preset>,
+    /// Load rules from this directory instead of the rules embedded in the binary.
+    #[arg(long, value_name = "DIR")]
+    pub rules: Option<PathBuf>,
+}
+
+impl DetectorArgs {
+    pub fn load(&self) -> Result<Detector> {
+        let config = match (&self.config, self.preset) {
+            (Some(path), _) => Config::load(path)
+                .with_context(|| format!("loading configuration {}", path.display()))?,
+            (None, Some(p)) => Config::preset(p),
+            (None, None) => Config::default(),
+        };
+        let rules = match &self.rules {
+            Some(dir) => RuleSet::load_dir(dir)
+                .with_context(|| format!("loading rules from {}", dir.display()))?,
+            None => RuleSet::embedded().context("loading the embedded rules")?,
+        };
+        Detector::new(config, rules).context("building the detector")
+    }
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("PORTCULLIS_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(scan::EXIT_ERROR)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Scan(args) => scan::run(args),
+        Command::Rules { detector } => {
+            let d = detector.load()?;
+            for c in d.rules().categories() {
+                println!(
+                    "# {} (v{}, {}): {}",
+                    c.name, c.version, c.file, c.description
+                );
+                for r in d.rules().rules().iter().filter(|r| r.category == c.name) {
+                    println!("{:<36} {:<8} {}", r.id, r.severity.as_str(), r.description);
+                }
+            }
+            println!(
+                "{} rules, {} patterns, fingerprint {}",
+                d.rules().rules().len(),
+                d.rules().pattern_count(),
+                d.rules().fingerprint()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Config { detector } => {
+            let d = detector.load()?;
+            let toml = toml_of(d.config())?;
+            println!("# config_hash = {}\n{toml}", d.config_hash());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn toml_of(config: &Config) -> Result<String> {
+    toml::to_string_pretty(config).context("serializing configuration")
+}
