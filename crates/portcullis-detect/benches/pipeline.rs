@@ -67,6 +67,20 @@ fn bench(c: &mut Criterion) {
     }
     group.finish();
 
+    // The two halves on 1 KiB, to see where the time goes.
+    let mut group = c.benchmark_group("stage-1KiB");
+    for (kind, piece) in [("benign", BENIGN), ("adversarial", adv.as_str())] {
+        let text = sized(piece, 1024);
+        let views = normalize(&text, TextKind::Prose, &caps).views;
+        group.bench_function(BenchmarkId::new("normalize", kind), |b| {
+            b.iter(|| black_box(normalize(black_box(&text), TextKind::Prose, &caps)))
+        });
+        group.bench_function(BenchmarkId::new("rules", kind), |b| {
+            b.iter(|| black_box(rules.scan(black_box(&views), Target::Text)))
+        });
+    }
+    group.finish();
+
     let d = Detector::with_defaults().expect("detector");
     let mut group = c.benchmark_group("inspect");
     for (kind, piece) in [("benign", BENIGN), ("adversarial", adv.as_str())] {

@@ -164,12 +164,10 @@ impl Detector {
             // The guard sees real tool results and real tool-call arguments only.
             if item.channel.is_egress_guarded() {
                 let t = Instant::now();
-                let found = self.guard.scan(&item.text);
+                let mut found = self.guard.scan(&item.text);
+                self.mark_allowlisted(&mut found, &h);
                 let g = &self.config.egress;
-                if item.channel == Channel::ToolResult
-                    && !found.is_empty()
-                    && (g.mask_secrets || g.mask_pii)
-                {
+                if item.channel == Channel::ToolResult && (g.mask_secrets || g.mask_pii) {
                     let m = EgressGuard::mask(&item.text, &found, g.mask_secrets, g.mask_pii);
                     if m != item.text {
                         masked = Some(m);
@@ -180,16 +178,8 @@ impl Detector {
                 egress.micros += micros(t);
             }
         }
-        for f in [&mut norm, &mut rules, &mut egress]
-            .into_iter()
-            .flat_map(|s| s.findings.iter_mut())
-        {
-            f.allowlisted = self
-                .config
-                .allow
-                .iter()
-                .any(|a| a.covers(h.server.as_deref(), h.tool.as_deref(), &f.rule));
-        }
+        self.mark_allowlisted(&mut norm.findings, &h);
+        self.mark_allowlisted(&mut rules.findings, &h);
 
         let egress_weight = if h.channel == Channel::ToolResult {
             self.config.egress.result_weight
@@ -252,6 +242,19 @@ impl Detector {
                 latency_us: micros(started),
             },
             masked,
+        }
+    }
+}
+
+impl Detector {
+    /// Flag findings that an allowlist entry covers for this server and tool.
+    fn mark_allowlisted(&self, findings: &mut [Finding], h: &Header) {
+        for f in findings {
+            f.allowlisted = self
+                .config
+                .allow
+                .iter()
+                .any(|a| a.covers(h.server.as_deref(), h.tool.as_deref(), &f.rule));
         }
     }
 }

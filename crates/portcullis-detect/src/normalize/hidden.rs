@@ -45,6 +45,10 @@ impl SkipSet {
         self.ranges.push((start, end));
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
     /// Is the character starting at byte `i` skipped?
     pub fn contains(&self, i: usize) -> bool {
         if self.ranges.is_empty() {

@@ -65,14 +65,16 @@ pub fn normalize(text: &str, kind: TextKind, caps: &NormalizeConfig) -> Normaliz
     let mut views: Vec<View> = Vec::with_capacity(6);
 
     let (lower, folded) = lower_and_folded(text, &scan.skip);
-    let leet = derive_leet(&folded);
-    let compressed = derive_compressed(&folded);
+    // For plain ASCII the folded view is the lower view.
+    let base = folded.as_ref().unwrap_or(&lower);
+    let leet = derive_leet(base);
+    let compressed = derive_compressed(base);
     let words = match kind {
         TextKind::Identifier => Some(identifier_words(text, &scan.skip)),
         TextKind::Prose => None,
     };
 
-    for v in [Some(lower), Some(folded), leet, compressed, words]
+    for v in [Some(lower), folded, leet, compressed, words]
         .into_iter()
         .flatten()
     {
@@ -124,8 +126,17 @@ fn push_piece(
     }
 }
 
-/// One pass over the characters builds `lower` and `folded` together.
-fn lower_and_folded(text: &str, skip: &hidden::SkipSet) -> (View, View) {
+/// One pass over the characters builds `lower` and `folded` together. Plain ASCII
+/// (nothing hidden) takes a fast path and has no separate folded view.
+fn lower_and_folded(text: &str, skip: &hidden::SkipSet) -> (View, Option<View>) {
+    if text.is_ascii() && skip.is_empty() {
+        let lower = View {
+            name: "lower".into(),
+            text: text.to_ascii_lowercase(),
+            map: OffsetMap::identity(text.len()),
+        };
+        return (lower, None);
+    }
     let mut lower = String::with_capacity(text.len());
     let mut lower_map = OffsetMap::default();
     let mut folded = String::with_capacity(text.len());
@@ -159,11 +170,11 @@ fn lower_and_folded(text: &str, skip: &hidden::SkipSet) -> (View, View) {
             text: lower,
             map: lower_map,
         },
-        View {
+        Some(View {
             name: "folded".into(),
             text: folded,
             map: folded_map,
-        },
+        }),
     )
 }
 
@@ -263,6 +274,9 @@ fn derive_leet(folded: &View) -> Option<View> {
 /// Squeeze runs of 3+ equal characters, collapse whitespace runs, and join letters
 /// spaced out with one separator (`i.g.n.o.r.e`, `i g n o r e`; at least 4 letters).
 fn derive_compressed(folded: &View) -> Option<View> {
+    if folded.text.is_ascii() && !ascii_compressible(folded.text.as_bytes()) {
+        return None;
+    }
     let chars: Vec<(usize, char)> = folded.text.char_indices().collect();
     let n = chars.len();
     let mut keep = vec![true; n];
@@ -337,6 +351,24 @@ fn derive_compressed(folded: &View) -> Option<View> {
         text,
         map,
     })
+}
+
+/// Cheap pre-check on ASCII: is there a run of 3 equal bytes, a whitespace pair, or
+/// four letters spaced by one repeated separator (`a.b.c.d`)? Without one,
+/// `compressed` would equal its source.
+fn ascii_compressible(b: &[u8]) -> bool {
+    let is_sep = |c: u8| matches!(c, b' ' | b'.' | b'-' | b'_' | b'*' | b',' | b'/' | b'|');
+    let runs = b.windows(3).any(|w| w[0] == w[1] && w[1] == w[2]);
+    let spaces = b
+        .windows(2)
+        .any(|w| w[0].is_ascii_whitespace() && w[1].is_ascii_whitespace());
+    let spaced = b.windows(7).any(|w| {
+        is_sep(w[1])
+            && w[3] == w[1]
+            && w[5] == w[1]
+            && [w[0], w[2], w[4], w[6]].iter().all(u8::is_ascii_alphabetic)
+    });
+    runs || spaces || spaced
 }
 
 /// Split an identifier into words: separators become spaces, camelCase boundaries

@@ -193,13 +193,13 @@ impl RuleSet {
                     .find(|c| c.name == r.category)
                     .map(|c| c.file.clone())
                     .unwrap_or_default();
-                let regex = Regex::new(p).map_err(|e| DetectError::RulePattern {
+                let regex = Regex::new(&dfa_friendly(p)).map_err(|e| DetectError::RulePattern {
                     path: file,
                     rule: r.id.clone(),
                     message: e.to_string(),
                 })?;
                 patterns.push((regex, ri));
-                sources_flat.push(p.clone());
+                sources_flat.push(dfa_friendly(p));
             }
         }
         let set = RegexSetBuilder::new(&sources_flat)
@@ -297,5 +297,60 @@ impl RuleSet {
                 }
             })
             .collect()
+    }
+}
+
+/// Rewrite word boundaries so the whole set runs on the lazy DFA.
+///
+/// The regex crate's DFAs give up on a Unicode `\b` as soon as the haystack holds a
+/// non-ASCII byte, and the set then falls back to the PikeVM: about 500 times slower
+/// on text with one homoglyph (measured: 11 ms instead of 23 µs per KiB). So:
+/// - in an ASCII-only pattern, `\b`/`\B` become the ASCII `(?-u:\b)`/`(?-u:\B)`, which
+///   agree with the Unicode ones on every ASCII view and differ only next to a
+///   non-ASCII letter (`éignore`), where a boundary is then found;
+/// - in a pattern with non-ASCII letters (Cyrillic, CJK, ...), boundaries are dropped:
+///   an ASCII boundary next to a Cyrillic letter would never match, and CJK has none.
+///
+/// The rules' positive and hard-negative tests run on the rewritten patterns.
+pub fn dfa_friendly(pattern: &str) -> String {
+    let non_ascii = pattern.chars().any(|c| !c.is_ascii() && c.is_alphabetic());
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some(b @ ('b' | 'B')) if chars.peek() != Some(&'{') => {
+                if !non_ascii {
+                    out.push_str(if b == 'b' { "(?-u:\\b)" } else { "(?-u:\\B)" });
+                }
+            }
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dfa_friendly;
+
+    #[test]
+    fn boundaries_are_rewritten_escape_aware() {
+        assert_eq!(dfa_friendly(r"\bignore\b"), r"(?-u:\b)ignore(?-u:\b)");
+        assert_eq!(
+            dfa_friendly(r"a\\b"),
+            r"a\\b",
+            "an escaped backslash then b is a literal"
+        );
+        assert_eq!(dfa_friendly(r"\b{start}x"), r"\b{start}x");
+        assert_eq!(dfa_friendly(r"\bигнор\w*"), r"игнор\w*");
+        assert_eq!(dfa_friendly(r"\Bx"), r"(?-u:\B)x");
     }
 }
