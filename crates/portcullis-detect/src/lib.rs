@@ -14,9 +14,11 @@ pub mod normalize;
 mod pipeline;
 pub mod policy;
 pub mod rules;
+pub mod stages;
 
 pub use error::DetectError;
-pub use pipeline::{Detector, Inspection, RecordMeta, STAGE_EGRESS, STAGE_NORMALIZE, STAGE_RULES};
+pub use pipeline::{Detector, Inspection, RecordMeta, STAGE_NORMALIZE};
+pub use stages::{egress::NAME as STAGE_EGRESS, rules::NAME as STAGE_RULES};
 
 /// The original text of `span`, snapped to character boundaries and shortened to
 /// about 120 characters, for a finding's excerpt.

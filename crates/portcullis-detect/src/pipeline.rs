@@ -3,21 +3,22 @@
 //! into items and inspects them as one decision).
 
 use crate::extract;
-use crate::guard::EgressGuard;
 use crate::normalize::{normalize, TextKind};
 use crate::policy;
 use crate::rules::{RuleSet, Target};
+use crate::stages::{self, Stage, StageInput};
 use crate::DetectError;
 use portcullis_core::{
-    sha256_hex, Action, Channel, Config, DecisionRecord, Finding, Item, StageOutput, Status,
+    sha256_hex, Action, Channel, Config, DecisionRecord, Finding, Item, Severity, StageOutput,
+    Status, Thresholds,
 };
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::Instant;
 
-/// Stage names as they appear in records.
+/// Name of the normalization stage in records (hidden characters, decode caps,
+/// malformed or oversized tool objects).
 pub const STAGE_NORMALIZE: &str = "normalize";
-pub const STAGE_RULES: &str = "rules";
-pub const STAGE_EGRESS: &str = "egress";
 
 /// Identity of the record to produce: its id and position in the stream.
 #[derive(Debug, Clone)]
@@ -33,32 +34,58 @@ pub struct Inspection {
     pub masked: Option<String>,
 }
 
-/// An immutable, shareable detector: configuration, compiled rules, egress guard.
+/// An immutable, shareable detector: configuration, compiled rules, stages.
 #[derive(Debug)]
 pub struct Detector {
     config: Config,
-    rules: RuleSet,
-    guard: EgressGuard,
+    rules: Arc<RuleSet>,
+    stages: Vec<Box<dyn Stage>>,
     config_hash: String,
 }
 
-/// Findings of one stage over all items of a decision.
-#[derive(Default)]
+/// One stage's results over all items of a decision.
 struct StageAcc {
+    name: &'static str,
+    weight: f64,
     findings: Vec<Finding>,
+    /// Highest learned score over the items, if the stage gives scores.
+    score: Option<f64>,
     micros: u64,
     ran: bool,
+}
+
+impl StageAcc {
+    fn new(name: &'static str, weight: f64) -> StageAcc {
+        StageAcc {
+            name,
+            weight,
+            findings: Vec::new(),
+            score: None,
+            micros: 0,
+            ran: false,
+        }
+    }
+}
+
+struct Header {
+    channel: Channel,
+    server: Option<String>,
+    tool: Option<String>,
+    path: Option<String>,
+    sha: String,
+    len: usize,
 }
 
 impl Detector {
     pub fn new(config: Config, rules: RuleSet) -> Result<Detector, DetectError> {
         config.validate()?;
-        let guard = EgressGuard::new(&config.egress)?;
+        let rules = Arc::new(rules);
+        let stages = stages::registry(&config, rules.clone())?;
         let config_hash = config.hash_with(rules.fingerprint());
         Ok(Detector {
             config,
             rules,
-            guard,
+            stages,
             config_hash,
         })
     }
@@ -80,21 +107,26 @@ impl Detector {
         &self.rules
     }
 
+    /// Names of the stages after normalization, in order.
+    pub fn stage_names(&self) -> Vec<&'static str> {
+        self.stages.iter().map(|s| s.name()).collect()
+    }
+
     /// Inspect one text item.
     pub fn inspect(&self, item: &Item, meta: RecordMeta) -> Inspection {
         let started = Instant::now();
-        let sha = sha256_hex(item.text.as_bytes());
+        let header = Header {
+            channel: item.channel,
+            server: item.server.clone(),
+            tool: item.tool.clone(),
+            path: item.path.clone(),
+            sha: sha256_hex(item.text.as_bytes()),
+            len: item.text.len(),
+        };
         self.decide(
             std::slice::from_ref(item),
             Vec::new(),
-            Header {
-                channel: item.channel,
-                server: item.server.clone(),
-                tool: item.tool.clone(),
-                path: item.path.clone(),
-                sha,
-                len: item.text.len(),
-            },
+            header,
             meta,
             started,
         )
@@ -123,6 +155,13 @@ impl Detector {
         Ok(self.decide(&extracted.items, extracted.findings, header, meta, started))
     }
 
+    fn allowlisted(&self, h: &Header, rule: &str) -> bool {
+        self.config
+            .allow
+            .iter()
+            .any(|a| a.covers(h.server.as_deref(), h.tool.as_deref(), rule))
+    }
+
     fn decide(
         &self,
         items: &[Item],
@@ -131,16 +170,15 @@ impl Detector {
         meta: RecordMeta,
         started: Instant,
     ) -> Inspection {
-        let mut norm = StageAcc {
-            findings: structural,
-            ran: true,
-            ..Default::default()
-        };
-        let mut rules = StageAcc {
-            ran: true,
-            ..Default::default()
-        };
-        let mut egress = StageAcc::default();
+        let allowlisted = |rule: &str| self.allowlisted(&h, rule);
+        let mut norm = StageAcc::new(STAGE_NORMALIZE, 1.0);
+        norm.ran = true;
+        norm.findings = structural;
+        let mut accs: Vec<StageAcc> = self
+            .stages
+            .iter()
+            .map(|s| StageAcc::new(s.name(), s.weight(&self.config, h.channel)))
+            .collect();
         let mut masked = None;
         for item in items {
             let (kind, target) = match (item.channel, item.is_key) {
@@ -149,64 +187,56 @@ impl Detector {
                 _ => (TextKind::Prose, Target::Text),
             };
             let t = Instant::now();
-            let n = normalize(&item.text, kind, &self.config.normalize);
-            norm.findings.extend(with_path(n.findings, item));
+            let mut normalized = normalize(&item.text, kind, &self.config.normalize);
+            let found = std::mem::take(&mut normalized.findings);
+            norm.findings.extend(with_path(found, item));
             norm.micros += micros(t);
-
-            let t = Instant::now();
-            let hits = self.rules.scan(&n.views, target);
-            rules.findings.extend(with_path(
-                self.rules.findings(&hits, &n.views, &item.text),
+            let input = StageInput {
                 item,
-            ));
-            rules.micros += micros(t);
-
-            // The guard sees real tool results and real tool-call arguments only.
-            if item.channel.is_egress_guarded() {
-                let t = Instant::now();
-                let mut found = self.guard.scan(&item.text);
-                self.mark_allowlisted(&mut found, &h);
-                let g = &self.config.egress;
-                if item.channel == Channel::ToolResult && (g.mask_secrets || g.mask_pii) {
-                    let m = EgressGuard::mask(&item.text, &found, g.mask_secrets, g.mask_pii);
-                    if m != item.text {
-                        masked = Some(m);
-                    }
+                normalized: &normalized,
+                target,
+                allowlisted: &allowlisted,
+            };
+            for (stage, acc) in self.stages.iter().zip(accs.iter_mut()) {
+                if !stage.applies(item) {
+                    continue;
                 }
-                egress.findings.extend(with_path(found, item));
-                egress.ran = true;
-                egress.micros += micros(t);
+                let t = Instant::now();
+                let result = stage.run(&input);
+                acc.findings.extend(with_path(result.findings, item));
+                // A structure's learned score is its most suspicious field's.
+                if let Some(s) = result.score {
+                    acc.score = Some(acc.score.map_or(s, |m: f64| m.max(s)));
+                }
+                if result.masked.is_some() {
+                    masked = result.masked;
+                }
+                acc.ran = true;
+                acc.micros += micros(t);
             }
         }
-        self.mark_allowlisted(&mut norm.findings, &h);
-        self.mark_allowlisted(&mut rules.findings, &h);
 
-        let egress_weight = if h.channel == Channel::ToolResult {
-            self.config.egress.result_weight
-        } else {
-            1.0
-        };
-        let mut stages = Vec::new();
+        let mut stage_outputs = Vec::new();
         let mut weighted = Vec::new();
-        for (name, acc, weight) in [
-            (STAGE_NORMALIZE, norm, 1.0),
-            (STAGE_RULES, rules, 1.0),
-            (STAGE_EGRESS, egress, egress_weight),
-        ] {
+        for mut acc in std::iter::once(norm).chain(accs) {
             if !acc.ran {
                 continue;
             }
-            let score = policy::stage_score(&acc.findings, &self.config.severity_weights);
-            weighted.push((weight, score));
-            stages.push(StageOutput {
-                name: name.into(),
+            for f in &mut acc.findings {
+                f.allowlisted = allowlisted(&f.rule);
+            }
+            let score = acc.score.unwrap_or_else(|| {
+                policy::stage_score(&acc.findings, &self.config.severity_weights)
+            });
+            weighted.push((acc.weight, score));
+            let flagged = acc.score.map_or_else(
+                || !policy::counted_rules(&acc.findings).is_empty(),
+                |s| s >= self.config.thresholds.review,
+            );
+            stage_outputs.push(StageOutput {
+                name: acc.name.into(),
                 score,
-                label: if policy::counted_rules(&acc.findings).is_empty() {
-                    "clean"
-                } else {
-                    "flagged"
-                }
-                .into(),
+                label: if flagged { "flagged" } else { "clean" }.into(),
                 findings: acc.findings,
                 latency_us: acc.micros,
             });
@@ -220,7 +250,7 @@ impl Detector {
             Status::Allow if masked.is_some() => Action::Mask,
             Status::Allow => Action::Pass,
         };
-        let reasons = reasons(&stages, score, status, &thresholds, masked.is_some());
+        let reasons = reasons(&stage_outputs, score, status, &thresholds, masked.is_some());
         Inspection {
             record: DecisionRecord {
                 id: meta.id,
@@ -233,7 +263,7 @@ impl Detector {
                 path: h.path,
                 input_sha256: h.sha,
                 input_len: h.len,
-                stages,
+                stages: stage_outputs,
                 score,
                 thresholds,
                 status,
@@ -244,28 +274,6 @@ impl Detector {
             masked,
         }
     }
-}
-
-impl Detector {
-    /// Flag findings that an allowlist entry covers for this server and tool.
-    fn mark_allowlisted(&self, findings: &mut [Finding], h: &Header) {
-        for f in findings {
-            f.allowlisted = self
-                .config
-                .allow
-                .iter()
-                .any(|a| a.covers(h.server.as_deref(), h.tool.as_deref(), &f.rule));
-        }
-    }
-}
-
-struct Header {
-    channel: Channel,
-    server: Option<String>,
-    tool: Option<String>,
-    path: Option<String>,
-    sha: String,
-    len: usize,
 }
 
 fn micros(t: Instant) -> u64 {
@@ -288,10 +296,10 @@ fn reasons(
     stages: &[StageOutput],
     score: f64,
     status: Status,
-    t: &portcullis_core::Thresholds,
+    t: &Thresholds,
     masked: bool,
 ) -> Vec<String> {
-    let mut lines: Vec<(portcullis_core::Severity, String)> = Vec::new();
+    let mut lines: Vec<(Severity, String)> = Vec::new();
     for s in stages {
         for (rule, sev) in policy::counted_rules(&s.findings) {
             let Some(f) = s.findings.iter().find(|f| f.rule == rule && !f.allowlisted) else {
@@ -317,7 +325,7 @@ fn reasons(
         let suppressed = s.findings.iter().filter(|f| f.allowlisted).count();
         if suppressed > 0 {
             lines.push((
-                portcullis_core::Severity::Low,
+                Severity::Low,
                 format!(
                     "{}: {suppressed} finding(s) suppressed by allowlist",
                     s.name

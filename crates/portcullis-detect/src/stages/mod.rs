@@ -1,0 +1,60 @@
+//! Detection stages. A stage reads one item (with its normalized views) and reports
+//! findings and/or a score; the pipeline fuses the stages' scores.
+//!
+//! Adding a stage is one new file in this folder and one line in [`registry`].
+
+pub mod egress;
+pub mod rules;
+
+pub use egress::EgressStage;
+pub use rules::RulesStage;
+
+use crate::normalize::Normalized;
+use crate::rules::{RuleSet, Target};
+use crate::DetectError;
+use portcullis_core::{Channel, Config, Finding, Item};
+use std::sync::Arc;
+
+/// What a stage sees of one item.
+pub struct StageInput<'a> {
+    pub item: &'a Item,
+    pub normalized: &'a Normalized,
+    pub target: Target,
+    /// Whether the configuration's allowlist covers a rule id for this item's
+    /// server and tool (the pipeline marks findings; a stage that acts on its
+    /// findings, like masking, must skip the allowlisted ones).
+    pub allowlisted: &'a dyn Fn(&str) -> bool,
+}
+
+/// What a stage reports for one item.
+#[derive(Debug, Default)]
+pub struct StageResult {
+    pub findings: Vec<Finding>,
+    /// A probability from a learned stage. `None`: the score is derived from the
+    /// findings' severities (see `policy::stage_score`).
+    pub score: Option<f64>,
+    /// For tool results: the text with secrets/PII masked, if anything was masked.
+    pub masked: Option<String>,
+}
+
+pub trait Stage: Send + Sync + std::fmt::Debug {
+    /// The name in records (`stages[].name`).
+    fn name(&self) -> &'static str;
+    /// Whether the stage runs on this item at all.
+    fn applies(&self, _item: &Item) -> bool {
+        true
+    }
+    /// Weight of the stage's score in the fusion, for a decision on `channel`.
+    fn weight(&self, _config: &Config, _channel: Channel) -> f64 {
+        1.0
+    }
+    fn run(&self, input: &StageInput<'_>) -> StageResult;
+}
+
+/// The stages of a detector, in the order they run and appear in records.
+pub fn registry(config: &Config, rules: Arc<RuleSet>) -> Result<Vec<Box<dyn Stage>>, DetectError> {
+    Ok(vec![
+        Box::new(RulesStage::new(rules)),
+        Box::new(EgressStage::new(&config.egress)?),
+    ])
+}
