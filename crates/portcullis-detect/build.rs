@@ -1,5 +1,5 @@
 //! Embeds every `rules/*.toml` of the repository into the binary, so that a new
-//! rule category is one new file: no list to edit.
+//! rule category is one new file: no list to edit; and the trained lexical model.
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -29,7 +29,21 @@ fn main() {
         .expect("write to String");
     }
     src.push_str("];\n");
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"))
-        .join("embedded_rules.rs");
-    std::fs::write(out, src).expect("write embedded_rules.rs");
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    std::fs::write(out_dir.join("embedded_rules.rs"), src).expect("write embedded_rules.rs");
+
+    // The trained lexical model, if one has been trained and committed. Without it
+    // the stage cannot be enabled (start-up fails with the command that trains it).
+    let model = manifest.join("data/lexical.json");
+    println!("cargo:rerun-if-changed={}", model.display());
+    let src = if model.exists() {
+        let abs = model.canonicalize().expect("model path resolves");
+        format!(
+            "pub static EMBEDDED_LEXICAL: Option<&str> = Some(include_str!({:?}));\n",
+            abs.display().to_string()
+        )
+    } else {
+        "pub static EMBEDDED_LEXICAL: Option<&str> = None;\n".to_string()
+    };
+    std::fs::write(out_dir.join("embedded_lexical.rs"), src).expect("write embedded_lexical.rs");
 }

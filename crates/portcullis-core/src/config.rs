@@ -98,6 +98,28 @@ impl Default for NormalizeConfig {
     }
 }
 
+/// The learned lexical stage (hashed n-grams, linear model).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LexicalConfig {
+    pub enabled: bool,
+    /// Weight of its probability in the fusion.
+    pub weight: f64,
+    /// Model file; absent = the model embedded in the binary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl Default for LexicalConfig {
+    fn default() -> Self {
+        LexicalConfig {
+            enabled: false,
+            weight: 1.0,
+            model: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Preset {
@@ -133,8 +155,13 @@ pub struct Config {
     pub severity_weights: SeverityWeights,
     pub normalize: NormalizeConfig,
     pub egress: EgressConfig,
+    pub lexical: LexicalConfig,
     pub allow: Vec<AllowEntry>,
 }
+
+const PRESET_STRICT: &str = include_str!("../../../presets/strict.toml");
+const PRESET_BALANCED: &str = include_str!("../../../presets/balanced.toml");
+const PRESET_PERMISSIVE: &str = include_str!("../../../presets/permissive.toml");
 
 /// The on-disk form: every field optional, applied on top of `preset`.
 #[derive(Debug, Default, Deserialize)]
@@ -145,6 +172,7 @@ struct ConfigFile {
     severity_weights: Option<SeverityWeights>,
     normalize: Option<NormalizeConfig>,
     egress: Option<EgressFile>,
+    lexical: Option<LexicalConfig>,
     #[serde(default)]
     allow: Vec<AllowEntry>,
 }
@@ -167,31 +195,19 @@ impl Default for Config {
 }
 
 impl Config {
+    /// A shipped preset. The preset files live in `presets/` and are written by
+    /// `portcullis calibrate` (thresholds fitted on the corpus's dev split; each
+    /// file's header names the corpus and targets). They are embedded at build time
+    /// and checked by this crate's tests, so parsing them cannot fail at run time.
     pub fn preset(preset: Preset) -> Config {
-        let (review, block, mask_pii) = match preset {
-            Preset::Strict => (0.15, 0.6, true),
-            Preset::Balanced => (0.3, 0.8, false),
-            Preset::Permissive => (0.5, 0.9, false),
+        let text = match preset {
+            Preset::Strict => PRESET_STRICT,
+            Preset::Balanced => PRESET_BALANCED,
+            Preset::Permissive => PRESET_PERMISSIVE,
         };
-        Config {
-            preset,
-            thresholds: Thresholds { review, block },
-            severity_weights: SeverityWeights {
-                low: 0.2,
-                medium: 0.4,
-                high: 0.6,
-                critical: 0.9,
-            },
-            normalize: NormalizeConfig::default(),
-            egress: EgressConfig {
-                canaries: Vec::new(),
-                mask_secrets: true,
-                mask_pii,
-                entropy_bits: 4.5,
-                entropy_min_len: 32,
-                result_weight: 0.4,
-            },
-            allow: Vec::new(),
+        match toml::from_str::<Config>(text) {
+            Ok(c) => c,
+            Err(e) => panic!("embedded preset {preset:?} is invalid (a test catches this): {e}"),
         }
     }
 
@@ -219,6 +235,9 @@ impl Config {
             g.entropy_bits = e.entropy_bits.unwrap_or(g.entropy_bits);
             g.entropy_min_len = e.entropy_min_len.unwrap_or(g.entropy_min_len);
             g.result_weight = e.result_weight.unwrap_or(g.result_weight);
+        }
+        if let Some(l) = file.lexical {
+            cfg.lexical = l;
         }
         cfg.allow = file.allow;
         cfg.validate()?;
@@ -264,6 +283,7 @@ impl Config {
         unit("severity_weights.high", w.high)?;
         unit("severity_weights.critical", w.critical)?;
         unit("egress.result_weight", self.egress.result_weight)?;
+        unit("lexical.weight", self.lexical.weight)?;
         if !(self.egress.entropy_bits.is_finite() && self.egress.entropy_bits > 0.0) {
             return Err(CoreError::ConfigInvalid(
                 "egress.entropy_bits must be a positive number".into(),
@@ -309,6 +329,15 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn embedded_presets_parse_validate_and_name_themselves() {
+        for p in [Preset::Strict, Preset::Balanced, Preset::Permissive] {
+            let c = Config::preset(p);
+            c.validate().unwrap();
+            assert_eq!(c.preset, p);
+        }
+    }
 
     #[test]
     fn presets_are_ordered_by_strictness() {

@@ -13,7 +13,8 @@ mod record;
 
 pub use channel::Channel;
 pub use config::{
-    AllowEntry, Config, EgressConfig, NormalizeConfig, Preset, SeverityWeights, Thresholds,
+    AllowEntry, Config, EgressConfig, LexicalConfig, NormalizeConfig, Preset, SeverityWeights,
+    Thresholds,
 };
 pub use error::CoreError;
 pub use item::Item;

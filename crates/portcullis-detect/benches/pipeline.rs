@@ -81,6 +81,21 @@ fn bench(c: &mut Criterion) {
     }
     group.finish();
 
+    // The lexical model alone on 1 KiB (its views precomputed), when one is embedded.
+    if let Some(json) = portcullis_detect::stages::lexical::EMBEDDED_LEXICAL {
+        let model = portcullis_detect::lexical::LexicalModel::from_json(json).expect("model");
+        let mut group = c.benchmark_group("lexical-1KiB");
+        for (kind, piece) in [("benign", BENIGN), ("adversarial", adv.as_str())] {
+            let text = sized(piece, 1024);
+            let n = normalize(&text, TextKind::Prose, &caps);
+            let views: Vec<&str> = n.views.iter().map(|v| v.text.as_str()).collect();
+            group.bench_function(kind, |b| {
+                b.iter(|| black_box(model.probability(black_box(&views))))
+            });
+        }
+        group.finish();
+    }
+
     let d = Detector::with_defaults().expect("detector");
     let mut group = c.benchmark_group("inspect");
     for (kind, piece) in [("benign", BENIGN), ("adversarial", adv.as_str())] {

@@ -24,6 +24,8 @@ pub enum DetectError {
     NoRules(String),
     #[error("cannot build the egress guard: {0}")]
     Guard(String),
+    #[error("{0}")]
+    Model(String),
     #[error("invalid tool definition: {0}")]
     ToolDefinition(String),
     #[error(transparent)]

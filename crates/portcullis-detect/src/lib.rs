@@ -10,6 +10,7 @@
 mod error;
 pub mod extract;
 pub mod guard;
+pub mod lexical;
 pub mod normalize;
 mod pipeline;
 pub mod policy;

@@ -322,6 +322,13 @@ fn reasons(
                 ),
             ));
         }
+        if s.findings.is_empty() && s.score > 0.0 {
+            // A learned stage speaks through its probability.
+            lines.push((
+                Severity::Low,
+                format!("{}: probability {:.3}", s.name, s.score),
+            ));
+        }
         let suppressed = s.findings.iter().filter(|f| f.allowlisted).count();
         if suppressed > 0 {
             lines.push((

@@ -1,5 +1,6 @@
 //! The `portcullis` command line.
 
+mod corpus;
 mod scan;
 
 use anyhow::{Context, Result};
@@ -30,11 +31,27 @@ enum Command {
         #[command(flatten)]
         detector: DetectorArgs,
     },
+    /// Build the corpus: validate base records, add transformed and wrapped variants,
+    /// assign splits by lineage group.
+    #[command(subcommand)]
+    Corpus(CorpusCommand),
+    /// Train the lexical model on the train split (Platt-calibrated on dev).
+    TrainLexical(corpus::TrainArgs),
+    /// Choose thresholds on the dev split for target FPR and referral rate; write a config.
+    Calibrate(corpus::CalibrateArgs),
+    /// Minimal detection report on corpus splits (both conventions, Wilson intervals).
+    Eval(corpus::EvalArgs),
     /// Print the effective configuration (TOML) and its hash.
     Config {
         #[command(flatten)]
         detector: DetectorArgs,
     },
+}
+
+#[derive(Subcommand)]
+enum CorpusCommand {
+    /// Validate corpus/base and corpus/rules_blind and write corpus/corpus.jsonl.
+    Build(corpus::BuildArgs),
 }
 
 /// Options that choose the configuration and the rules.
@@ -49,16 +66,28 @@ pub struct DetectorArgs {
     /// Load rules from this directory instead of the rules embedded in the binary.
     #[arg(long, value_name = "DIR")]
     pub rules: Option<PathBuf>,
+    /// Enable the lexical stage (ablation switch; overrides the configuration).
+    #[arg(long, conflicts_with = "no_lexical")]
+    pub lexical: bool,
+    /// Disable the lexical stage (ablation switch; overrides the configuration).
+    #[arg(long)]
+    pub no_lexical: bool,
 }
 
 impl DetectorArgs {
     pub fn load(&self) -> Result<Detector> {
-        let config = match (&self.config, self.preset) {
+        let mut config = match (&self.config, self.preset) {
             (Some(path), _) => Config::load(path)
                 .with_context(|| format!("loading configuration {}", path.display()))?,
             (None, Some(p)) => Config::preset(p),
             (None, None) => Config::default(),
         };
+        if self.lexical {
+            config.lexical.enabled = true;
+        }
+        if self.no_lexical {
+            config.lexical.enabled = false;
+        }
         let rules = match &self.rules {
             Some(dir) => RuleSet::load_dir(dir)
                 .with_context(|| format!("loading rules from {}", dir.display()))?,
@@ -89,6 +118,10 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Scan(args) => scan::run(args),
+        Command::Corpus(CorpusCommand::Build(a)) => corpus::build(a).map(|_| ExitCode::SUCCESS),
+        Command::TrainLexical(a) => corpus::train_lexical(a).map(|_| ExitCode::SUCCESS),
+        Command::Calibrate(a) => corpus::calibrate(a).map(|_| ExitCode::SUCCESS),
+        Command::Eval(a) => corpus::eval(a).map(|_| ExitCode::SUCCESS),
         Command::Rules { detector } => {
             let d = detector.load()?;
             for c in d.rules().categories() {

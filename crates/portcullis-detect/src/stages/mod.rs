@@ -4,9 +4,11 @@
 //! Adding a stage is one new file in this folder and one line in [`registry`].
 
 pub mod egress;
+pub mod lexical;
 pub mod rules;
 
 pub use egress::EgressStage;
+pub use lexical::LexicalStage;
 pub use rules::RulesStage;
 
 use crate::normalize::Normalized;
@@ -53,8 +55,12 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
 
 /// The stages of a detector, in the order they run and appear in records.
 pub fn registry(config: &Config, rules: Arc<RuleSet>) -> Result<Vec<Box<dyn Stage>>, DetectError> {
-    Ok(vec![
+    let mut stages: Vec<Box<dyn Stage>> = vec![
         Box::new(RulesStage::new(rules)),
         Box::new(EgressStage::new(&config.egress)?),
-    ])
+    ];
+    if config.lexical.enabled {
+        stages.push(Box::new(LexicalStage::new(&config.lexical)?));
+    }
+    Ok(stages)
 }

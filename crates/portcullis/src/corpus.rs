@@ -1,0 +1,287 @@
+//! `portcullis corpus build`, `portcullis train-lexical`, `portcullis calibrate`,
+//! `portcullis eval` (minimal report).
+
+use crate::DetectorArgs;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use portcullis_core::{Config, DecisionRecord};
+use portcullis_detect::lexical::TrainParams;
+use portcullis_eval::corpus::{self, Label, Record, Split};
+use portcullis_eval::{calibrate, report, run, train};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub struct BuildArgs {
+    /// Directory of individually written records.
+    #[arg(long, default_value = "corpus/base")]
+    pub base: PathBuf,
+    /// Directory of the rules-blind attack set.
+    #[arg(long, default_value = "corpus/rules_blind")]
+    pub rules_blind: PathBuf,
+    /// Where to write the built corpus.
+    #[arg(long, default_value = "corpus/corpus.jsonl")]
+    pub out: PathBuf,
+}
+
+fn load_dir(dir: &Path) -> Result<Vec<Record>> {
+    let mut all = Vec::new();
+    let mut bad = 0;
+    for f in corpus::jsonl_files(dir)? {
+        let (records, errors) = corpus::load_jsonl(&f)?;
+        for e in &errors {
+            eprintln!("error: {e}");
+        }
+        bad += errors.len();
+        all.extend(records);
+    }
+    if bad > 0 {
+        return Err(corpus::CorpusError::Invalid(bad).into());
+    }
+    Ok(all)
+}
+
+pub fn build(args: BuildArgs) -> Result<()> {
+    let base = load_dir(&args.base)?;
+    let blind = load_dir(&args.rules_blind)?;
+    let rules = portcullis_detect::rules::RuleSet::embedded()?;
+    let fires = |r: &Record| train::fires_any_rule(&rules, r);
+    let blind_total = blind.len();
+    let records = corpus::build(base, blind, &fires)?;
+    let kept = records
+        .iter()
+        .filter(|r| r.split == Some(Split::RulesBlind))
+        .count();
+    println!(
+        "rules-blind set: {kept} of {blind_total} records fire no rule and form the rules_blind split; \
+         the other {} fire a rule and join the test split",
+        blind_total - kept
+    );
+    let text = corpus::to_jsonl(&records);
+    std::fs::write(&args.out, &text).with_context(|| format!("writing {}", args.out.display()))?;
+    println!(
+        "wrote {} records to {} (sha256 {})",
+        records.len(),
+        args.out.display(),
+        corpus::corpus_sha256(text.as_bytes())
+    );
+    print_stats(&records);
+    Ok(())
+}
+
+fn print_stats(records: &[Record]) {
+    let mut by: BTreeMap<String, usize> = BTreeMap::new();
+    for r in records {
+        let label = match r.label {
+            Label::Benign => "benign",
+            Label::Malicious => "malicious",
+        };
+        *by.entry(format!("channel {:<20} {label}", r.channel.as_str()))
+            .or_default() += 1;
+        *by.entry(format!("provenance {:?}", r.provenance))
+            .or_default() += 1;
+        *by.entry(format!("split {}", r.split.map_or("-", Split::as_str)))
+            .or_default() += 1;
+        *by.entry(format!("label {label}")).or_default() += 1;
+        if r.is_hard_negative() {
+            *by.entry("hard negatives".into()).or_default() += 1;
+        }
+        *by.entry(format!("language {}", r.language)).or_default() += 1;
+    }
+    for (k, v) in by {
+        println!("  {k:<45} {v}");
+    }
+}
+
+/// Read a built corpus; bad lines are errors (a built corpus has none).
+pub fn load_built(path: &Path) -> Result<(Vec<Record>, String)> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let (records, errors) = corpus::load_jsonl(path)?;
+    for e in &errors {
+        eprintln!("error: {e}");
+    }
+    if !errors.is_empty() {
+        bail!("{} invalid line(s) in {}", errors.len(), path.display());
+    }
+    if records.iter().any(|r| r.split.is_none()) {
+        bail!(
+            "{} has records without a split: run `portcullis corpus build`",
+            path.display()
+        );
+    }
+    Ok((records, corpus::corpus_sha256(&bytes)))
+}
+
+#[derive(Args)]
+pub struct TrainArgs {
+    #[arg(long, default_value = "corpus/corpus.jsonl")]
+    pub corpus: PathBuf,
+    #[arg(long, default_value = "crates/portcullis-detect/data/lexical.json")]
+    pub out: PathBuf,
+    #[arg(long, default_value_t = TrainParams::default().seed)]
+    pub seed: u64,
+    #[arg(long, default_value_t = TrainParams::default().epochs)]
+    pub epochs: usize,
+    #[arg(long, default_value_t = TrainParams::default().dim_bits)]
+    pub dim_bits: u32,
+}
+
+pub fn train_lexical(args: TrainArgs) -> Result<()> {
+    let (records, sha) = load_built(&args.corpus)?;
+    let params = TrainParams {
+        seed: args.seed,
+        epochs: args.epochs,
+        dim_bits: args.dim_bits,
+        ..TrainParams::default()
+    };
+    let model = train::train_lexical(&records, &sha, &params);
+    std::fs::write(&args.out, model.to_json())
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    println!(
+        "trained on {} {} records, calibrated on {} {} records of corpus {sha}; wrote {}",
+        model.provenance.train_records,
+        model.provenance.train_split,
+        model.provenance.calibration_records,
+        model.provenance.calibration_split,
+        args.out.display()
+    );
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct CalibrateArgs {
+    #[arg(long, default_value = "corpus/corpus.jsonl")]
+    pub corpus: PathBuf,
+    /// Highest acceptable share of benign dev records that end in BLOCK.
+    #[arg(long)]
+    pub target_fpr: f64,
+    /// Highest acceptable share of dev records that end in REVIEW.
+    #[arg(long)]
+    pub target_referral: f64,
+    /// Configuration file to write.
+    #[arg(long)]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub detector: DetectorArgs,
+}
+
+pub fn calibrate(args: CalibrateArgs) -> Result<()> {
+    for (name, v) in [
+        ("--target-fpr", args.target_fpr),
+        ("--target-referral", args.target_referral),
+    ] {
+        if !(0.0..=1.0).contains(&v) {
+            bail!("{name} must be within [0, 1], got {v}");
+        }
+    }
+    let (records, sha) = load_built(&args.corpus)?;
+    let detector = args.detector.load()?;
+    let dev: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.split == Some(Split::Dev))
+        .collect();
+    if dev.is_empty() {
+        bail!("the corpus has no dev records to calibrate on");
+    }
+    let decisions = run::decide_all(&detector, &dev, |_| {});
+    let mut scored = Vec::new();
+    let mut errors = 0;
+    for (r, d) in dev.iter().zip(&decisions) {
+        match d {
+            Ok(d) => scored.push((d.score, r.label)),
+            Err(e) => {
+                eprintln!("error: {}: {e}", r.id);
+                errors += 1;
+            }
+        }
+    }
+    if errors > 0 {
+        bail!("{errors} dev record(s) could not be scored; not calibrating on a partial set");
+    }
+    let c = calibrate::choose(&scored, args.target_fpr, args.target_referral);
+    let mut config: Config = detector.config().clone();
+    config.thresholds = c.thresholds;
+    config.validate()?;
+    let body = toml::to_string_pretty(&config).context("serializing configuration")?;
+    let header = format!(
+        "# Written by `portcullis calibrate` — do not edit the thresholds by hand.\n\
+         # corpus_sha256 = {sha}\n# split = dev ({} records)\n\
+         # target_fpr = {}, target_referral = {}\n\
+         # achieved on dev: block FPR = {:.4}, referral rate = {:.4}\n",
+        c.records, args.target_fpr, args.target_referral, c.block_fpr, c.referral_rate
+    );
+    std::fs::write(&args.out, format!("{header}{body}"))
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    println!(
+        "review = {:.4}, block = {:.4} (dev: block FPR {:.4}, referral {:.4}); wrote {}",
+        c.thresholds.review,
+        c.thresholds.block,
+        c.block_fpr,
+        c.referral_rate,
+        args.out.display()
+    );
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct EvalArgs {
+    #[arg(long, default_value = "corpus/corpus.jsonl")]
+    pub corpus: PathBuf,
+    /// Splits to report, each on its own (test, dev, train, rules_blind).
+    #[arg(long = "split", default_values = ["test", "rules_blind"])]
+    pub splits: Vec<String>,
+    /// Directory for records.jsonl and report.md.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Name of this configuration in the report.
+    #[arg(long, default_value = "configured detector")]
+    pub name: String,
+    #[command(flatten)]
+    pub detector: DetectorArgs,
+}
+
+fn parse_split(s: &str) -> Result<Split> {
+    Ok(match s {
+        "train" => Split::Train,
+        "dev" => Split::Dev,
+        "test" => Split::Test,
+        "rules_blind" => Split::RulesBlind,
+        other => bail!("unknown split {other:?}: train, dev, test or rules_blind"),
+    })
+}
+
+pub fn eval(args: EvalArgs) -> Result<()> {
+    let (records, sha) = load_built(&args.corpus)?;
+    let detector = args.detector.load()?;
+    let mut sections = Vec::new();
+    let mut all_decisions: Vec<DecisionRecord> = Vec::new();
+    for s in &args.splits {
+        let split = parse_split(s)?;
+        let subset: Vec<&Record> = records.iter().filter(|r| r.split == Some(split)).collect();
+        let decisions = run::decide_all(&detector, &subset, |_| {});
+        sections.push(report::subset(split.as_str(), &subset, &decisions));
+        all_decisions.extend(decisions.into_iter().flatten());
+    }
+    let md = format!(
+        "## Detection report\n\ncorpus sha256 {sha}; config_hash {}; stages: normalize, {}\n\n{}",
+        detector.config_hash(),
+        detector.stage_names().join(", "),
+        report::markdown(&args.name, &sections)
+    );
+    print!("{md}");
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut jsonl = String::new();
+        for d in &all_decisions {
+            jsonl.push_str(&serde_json::to_string(d)?);
+            jsonl.push('\n');
+        }
+        std::fs::write(dir.join("records.jsonl"), jsonl)?;
+        std::fs::write(dir.join("report.md"), &md)?;
+        std::fs::write(
+            dir.join("report.json"),
+            serde_json::to_string_pretty(&sections)?,
+        )?;
+    }
+    Ok(())
+}
