@@ -83,6 +83,14 @@ pub struct LexicalModel {
 const SEED_CHAR: u64 = 0xcbf2_9ce4_8422_2325;
 const SEED_WORD: u64 = 0x8422_2325_cbf2_9ce4;
 
+/// Final avalanche so the low bits (the bucket) depend on every byte.
+#[inline]
+fn avalanche(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
+}
+
 #[inline]
 fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
     let mut h = seed;
@@ -90,10 +98,7 @@ fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
-    // Final avalanche so low bits (the bucket) depend on every byte.
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^ (h >> 33)
+    avalanche(h)
 }
 
 /// Call `f(bucket, sign)` for every feature occurrence of `views`.
@@ -104,11 +109,16 @@ pub fn for_each_feature(views: &[&str], dim_bits: u32, mut f: impl FnMut(usize, 
         f((h & mask) as usize, sign);
     };
     for text in views {
+        // One FNV pass per start position emits its 3-, 4- and 5-gram: the longer
+        // grams extend the shorter one's state instead of rehashing from scratch.
         let b = text.as_bytes();
-        for n in 3..=5 {
-            if b.len() >= n {
-                for w in b.windows(n) {
-                    emit(fnv1a(SEED_CHAR ^ n as u64, w));
+        for i in 0..b.len().saturating_sub(2) {
+            let mut h = SEED_CHAR;
+            for (n, &byte) in b[i..(i + 5).min(b.len())].iter().enumerate() {
+                h ^= u64::from(byte);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+                if n >= 2 {
+                    emit(avalanche(h ^ (n as u64 + 1)));
                 }
             }
         }

@@ -61,6 +61,7 @@ fn clamp01(x: f64) -> f64 {
 mod tests {
     use super::*;
     use portcullis_core::{Config, Span};
+    use portcullis_core::{SeverityWeights, Thresholds};
 
     fn f(rule: &str, sev: Severity) -> Finding {
         Finding {
@@ -76,11 +77,19 @@ mod tests {
     }
 
     #[test]
-    fn documented_operating_points_of_the_balanced_preset() {
-        let cfg = Config::default();
-        let w = &cfg.severity_weights;
-        let t = &cfg.thresholds;
-        let status = |fs: &[Finding]| decide(fuse([(1.0, stage_score(fs, w))]), t);
+    fn operating_points_of_a_rules_policy() {
+        // Weights and thresholds as in docs/policy.md's worked example.
+        let w = SeverityWeights {
+            low: 0.2,
+            medium: 0.4,
+            high: 0.6,
+            critical: 1.0,
+        };
+        let t = Thresholds {
+            review: 0.3,
+            block: 0.8,
+        };
+        let status = |fs: &[Finding]| decide(fuse([(1.0, stage_score(fs, &w))]), &t);
         assert_eq!(status(&[]), Status::Allow);
         assert_eq!(status(&[f("a", Severity::Low)]), Status::Allow);
         assert_eq!(status(&[f("a", Severity::Medium)]), Status::Review);
@@ -90,6 +99,22 @@ mod tests {
             Status::Block
         );
         assert_eq!(status(&[f("a", Severity::Critical)]), Status::Block);
+    }
+
+    #[test]
+    fn a_critical_finding_blocks_under_every_shipped_preset() {
+        for p in [
+            portcullis_core::Preset::Strict,
+            portcullis_core::Preset::Balanced,
+            portcullis_core::Preset::Permissive,
+        ] {
+            let c = Config::preset(p);
+            let score = fuse([(
+                1.0,
+                stage_score(&[f("a", Severity::Critical)], &c.severity_weights),
+            )]);
+            assert_eq!(decide(score, &c.thresholds), Status::Block, "{p:?}");
+        }
     }
 
     #[test]

@@ -1,0 +1,198 @@
+//! The committed corpus: its build is reproducible, its splits respect lineage,
+//! its generators are label-neutral, it meets the size and coverage requirements,
+//! and its rules-blind split shares no trigger vocabulary with the rules.
+
+use portcullis_core::Channel;
+use portcullis_eval::corpus::{self, Label, Provenance, Record, Split};
+use portcullis_eval::train::fires_any_rule;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn load_dir(dir: &str) -> Vec<Record> {
+    let mut out = Vec::new();
+    for f in corpus::jsonl_files(&root().join(dir)).unwrap() {
+        let (records, errors) = corpus::load_jsonl(&f).unwrap();
+        assert!(errors.is_empty(), "{errors:?}");
+        out.extend(records);
+    }
+    out
+}
+
+fn built() -> Vec<Record> {
+    let (records, errors) = corpus::load_jsonl(&root().join("corpus/corpus.jsonl")).unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+    records
+}
+
+#[test]
+fn the_committed_corpus_is_what_the_build_produces() {
+    let rules = portcullis_detect::rules::RuleSet::embedded().unwrap();
+    let fires = |r: &Record| fires_any_rule(&rules, r);
+    let rebuilt = corpus::build(
+        load_dir("corpus/base"),
+        load_dir("corpus/rules_blind"),
+        &fires,
+    )
+    .unwrap();
+    let committed = std::fs::read_to_string(root().join("corpus/corpus.jsonl")).unwrap();
+    assert!(
+        corpus::to_jsonl(&rebuilt) == committed,
+        "corpus/corpus.jsonl is stale: run `portcullis corpus build`"
+    );
+}
+
+#[test]
+fn no_rules_blind_record_fires_any_rule() {
+    let rules = portcullis_detect::rules::RuleSet::embedded().unwrap();
+    let blind: Vec<Record> = built()
+        .into_iter()
+        .filter(|r| r.split == Some(Split::RulesBlind))
+        .collect();
+    assert!(
+        blind.len() >= 300,
+        "rules-blind split has {} records",
+        blind.len()
+    );
+    let firing: Vec<&str> = blind
+        .iter()
+        .filter(|r| fires_any_rule(&rules, r))
+        .map(|r| r.id.as_str())
+        .collect();
+    assert!(
+        firing.is_empty(),
+        "rules fire on rules-blind records: {firing:?}"
+    );
+}
+
+#[test]
+fn splits_follow_lineage_groups() {
+    let mut split_of: HashMap<String, Split> = HashMap::new();
+    for r in built() {
+        let s = r.split.expect("every built record has a split");
+        if let Some(prev) = split_of.insert(r.lineage_group.clone(), s) {
+            assert_eq!(
+                prev, s,
+                "lineage group {} spans two splits",
+                r.lineage_group
+            );
+        }
+    }
+}
+
+#[test]
+fn generators_are_label_neutral() {
+    let records = built();
+    let mut seen: BTreeMap<(String, Label), usize> = BTreeMap::new();
+    for r in &records {
+        if let Some(w) = r.wrapper.as_ref().or(r.transform.as_ref()) {
+            *seen.entry((w.clone(), r.label)).or_default() += 1;
+            let parent = records
+                .iter()
+                .find(|p| Some(&p.id) == r.parent_id.as_ref())
+                .expect("parent exists");
+            assert_eq!(parent.label, r.label, "a generator never changes a label");
+        }
+    }
+    let names: BTreeSet<&String> = seen.keys().map(|k| &k.0).collect();
+    for n in names {
+        for l in [Label::Benign, Label::Malicious] {
+            assert!(
+                seen.get(&(n.clone(), l)).copied().unwrap_or(0) > 0,
+                "{n} never applied to {l:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_corpus_meets_its_size_and_coverage_requirements() {
+    let records = built();
+    let originals: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.provenance == Provenance::Original)
+        .collect();
+    assert!(records.len() >= 4000, "{} records", records.len());
+    assert!(
+        originals.len() >= 2000,
+        "{} individually written",
+        originals.len()
+    );
+    let benign = records.iter().filter(|r| r.label == Label::Benign).count();
+    assert!(
+        benign * 100 >= records.len() * 40,
+        "{benign} benign of {}",
+        records.len()
+    );
+    let hard = records.iter().filter(|r| r.is_hard_negative()).count();
+    assert!(hard >= 800, "{hard} hard negatives");
+    let tools = originals
+        .iter()
+        .filter(|r| r.channel == Channel::ToolDefinition)
+        .count();
+    assert!(tools >= 600, "{tools} tool definitions");
+    let schema_only = originals
+        .iter()
+        .filter(|r| r.poison_location.as_deref() == Some("schema"))
+        .count();
+    assert!(
+        schema_only >= 60,
+        "{schema_only} schema-only poisoned tools"
+    );
+    for c in Channel::ALL
+        .into_iter()
+        .filter(|c| *c != Channel::ToolDefinition)
+    {
+        let distinct: BTreeSet<&str> = originals
+            .iter()
+            .filter(|r| r.channel == c)
+            .filter_map(|r| r.text.as_deref())
+            .collect();
+        assert!(
+            distinct.len() >= 300,
+            "{c}: {} distinct standalone texts",
+            distinct.len()
+        );
+    }
+    let languages: BTreeSet<&str> = records.iter().map(|r| r.language.as_str()).collect();
+    assert!(languages.len() >= 7, "{languages:?}");
+}
+
+#[test]
+fn the_committed_lexical_model_is_reproduced_by_training_on_the_committed_corpus() {
+    use portcullis_detect::lexical::{LexicalModel, TrainParams};
+    let bytes = std::fs::read(root().join("corpus/corpus.jsonl")).unwrap();
+    let sha = corpus::corpus_sha256(&bytes);
+    let committed =
+        std::fs::read_to_string(root().join("crates/portcullis-detect/data/lexical.json")).unwrap();
+    let model = LexicalModel::from_json(&committed).unwrap();
+    assert_eq!(
+        model.provenance.corpus_sha256, sha,
+        "the model was trained on another corpus: retrain"
+    );
+    let params = TrainParams {
+        ..model.params.clone()
+    };
+    let retrained = portcullis_eval::train::train_lexical(&built(), &sha, &params);
+    assert!(
+        retrained.to_json() == committed,
+        "training is not reproducible, or the model file is stale"
+    );
+}
+
+#[test]
+fn the_presets_were_calibrated_on_the_committed_corpus_dev_split() {
+    let bytes = std::fs::read(root().join("corpus/corpus.jsonl")).unwrap();
+    let sha = corpus::corpus_sha256(&bytes);
+    for p in ["strict", "balanced", "permissive"] {
+        let text = std::fs::read_to_string(root().join(format!("presets/{p}.toml"))).unwrap();
+        assert!(
+            text.contains(&format!("# corpus_sha256 = {sha}")),
+            "presets/{p}.toml was fitted on another corpus"
+        );
+        assert!(text.contains("# split = dev"), "presets/{p}.toml");
+    }
+}
