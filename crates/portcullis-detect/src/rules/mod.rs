@@ -110,52 +110,57 @@ pub struct RuleSet {
 ///
 /// One `RegexSet` over hundreds of patterns with bounded gaps overflows the lazy
 /// DFA's cache on varied text and falls back to the PikeVM (measured: ~5 ms per
-/// KiB of corpus text). Instead, every pattern whose matches must begin with one
-/// of a finite set of literals (extracted from its syntax tree, each at least
-/// `MIN_LITERAL` bytes) is a candidate only when one of those literals occurs; one
-/// Aho-Corasick pass finds them. The few patterns without such literals run in a
-/// small `RegexSet` of their own. Candidates then run their own regex, which keeps
-/// a small DFA per pattern. Matching stays linear-time throughout.
+/// KiB of corpus text). Instead, each pattern gets up to [`MAX_GROUPS`] literal
+/// groups extracted from its syntax tree: sets of literals (each at least
+/// [`MIN_LITERAL`] bytes) such that every match contains one literal of every
+/// group. One Aho-Corasick pass over the text finds the literals present; a
+/// pattern is a candidate only when all its groups are present, and only then does
+/// its own regex (with its own small DFA) run. The few patterns without usable
+/// literals are screened by a small `RegexSet`. Matching stays linear-time.
 #[derive(Debug)]
 struct Prefilter {
     literals: aho_corasick::AhoCorasick,
-    /// Per literal id: the patterns it unlocks.
-    literal_patterns: Vec<Vec<usize>>,
-    /// Patterns without a usable literal prefix, and the set that screens them.
+    /// Per literal id: the (pattern, group) pairs it satisfies.
+    literal_groups: Vec<Vec<(u32, u8)>>,
+    /// Per pattern: how many groups must be present (0: screened by `always_set`).
+    groups_needed: Vec<u8>,
+    /// Patterns without usable literals, and the set that screens them.
     always: Vec<usize>,
     always_set: Option<RegexSet>,
 }
 
 const MIN_LITERAL: usize = 3;
-const MAX_LITERALS_PER_PATTERN: usize = 512;
+const MAX_LITERALS_PER_GROUP: usize = 64;
+const MAX_GROUPS: usize = 3;
 
-/// A small finite set of literals one of which every match of `pattern` must
-/// contain, each long enough to be selective. Candidates are the prefix and suffix
-/// literal sets of the whole pattern and the prefix sets of each mandatory element
-/// of its top-level concatenation (an element that cannot match empty must match
-/// somewhere inside every match); the set whose shortest literal is longest wins
-/// (`the|user` loses to `authorized|permission`).
-fn required_literals(pattern: &str) -> Option<Vec<Vec<u8>>> {
+/// Literal groups of `pattern`: the prefix and suffix literal sets of the whole
+/// pattern and the prefix set of each mandatory element of its top-level
+/// concatenation (an element that cannot match empty occurs inside every match).
+/// The most selective distinct groups are kept (longest shortest literal first).
+fn required_literal_groups(pattern: &str) -> Vec<Vec<Vec<u8>>> {
     use regex_syntax::hir::literal::{ExtractKind, Extractor};
     use regex_syntax::hir::{Hir, HirKind};
-    let hir = regex_syntax::ParserBuilder::new()
-        .build()
-        .parse(pattern)
-        .ok()?;
+    let Ok(hir) = regex_syntax::ParserBuilder::new().build().parse(pattern) else {
+        return Vec::new();
+    };
     let usable = |h: &Hir, kind: ExtractKind| -> Option<Vec<Vec<u8>>> {
         let mut ex = Extractor::new();
         ex.kind(kind);
         let seq = ex.extract(h);
         let lits = seq.literals()?;
         let ok = !lits.is_empty()
-            && lits.len() <= MAX_LITERALS_PER_PATTERN
+            && lits.len() <= MAX_LITERALS_PER_GROUP
             && lits.iter().all(|l| l.as_bytes().len() >= MIN_LITERAL);
-        ok.then(|| lits.iter().map(|l| l.as_bytes().to_vec()).collect())
+        ok.then(|| {
+            let mut v: Vec<Vec<u8>> = lits.iter().map(|l| l.as_bytes().to_vec()).collect();
+            v.sort();
+            v.dedup();
+            v
+        })
     };
-    let mut options = vec![
-        usable(&hir, ExtractKind::Prefix),
-        usable(&hir, ExtractKind::Suffix),
-    ];
+    let mut groups: Vec<Vec<Vec<u8>>> = Vec::new();
+    groups.extend(usable(&hir, ExtractKind::Prefix));
+    groups.extend(usable(&hir, ExtractKind::Suffix));
     let mut top = &hir;
     while let HirKind::Capture(c) = top.kind() {
         top = &c.sub;
@@ -163,38 +168,42 @@ fn required_literals(pattern: &str) -> Option<Vec<Vec<u8>>> {
     if let HirKind::Concat(elements) = top.kind() {
         for e in elements {
             if e.properties().minimum_len().unwrap_or(0) > 0 {
-                options.push(usable(e, ExtractKind::Prefix));
+                groups.extend(usable(e, ExtractKind::Prefix));
             }
         }
     }
     let shortest = |v: &Vec<Vec<u8>>| v.iter().map(Vec::len).min().unwrap_or(0);
-    options
-        .into_iter()
-        .flatten()
-        .max_by(|a, b| shortest(a).cmp(&shortest(b)).then(b.len().cmp(&a.len())))
+    groups.sort_by(|a, b| shortest(b).cmp(&shortest(a)).then(a.len().cmp(&b.len())));
+    groups.dedup();
+    groups.truncate(MAX_GROUPS);
+    groups
 }
 
 impl Prefilter {
     fn build(patterns: &[String], origin: &str) -> Result<Prefilter, DetectError> {
         let mut literal_ids: std::collections::HashMap<Vec<u8>, usize> = Default::default();
         let mut literals: Vec<Vec<u8>> = Vec::new();
-        let mut literal_patterns: Vec<Vec<usize>> = Vec::new();
+        let mut literal_groups: Vec<Vec<(u32, u8)>> = Vec::new();
+        let mut groups_needed = Vec::with_capacity(patterns.len());
         let mut always = Vec::new();
         for (pi, p) in patterns.iter().enumerate() {
-            match required_literals(p) {
-                Some(lits) => {
-                    for l in lits {
-                        let id = *literal_ids.entry(l.clone()).or_insert_with(|| {
-                            literals.push(l);
-                            literal_patterns.push(Vec::new());
-                            literals.len() - 1
-                        });
-                        if !literal_patterns[id].contains(&pi) {
-                            literal_patterns[id].push(pi);
-                        }
+            let groups = required_literal_groups(p);
+            if groups.is_empty() {
+                always.push(pi);
+            }
+            groups_needed.push(groups.len() as u8);
+            for (gi, group) in groups.into_iter().enumerate() {
+                for l in group {
+                    let id = *literal_ids.entry(l.clone()).or_insert_with(|| {
+                        literals.push(l);
+                        literal_groups.push(Vec::new());
+                        literals.len() - 1
+                    });
+                    let entry = (pi as u32, gi as u8);
+                    if !literal_groups[id].contains(&entry) {
+                        literal_groups[id].push(entry);
                     }
                 }
-                None => always.push(pi),
             }
         }
         let err = |message: String| DetectError::RulePattern {
@@ -204,6 +213,7 @@ impl Prefilter {
         };
         let ac = aho_corasick::AhoCorasick::builder()
             .match_kind(aho_corasick::MatchKind::Standard)
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
             .build(&literals)
             .map_err(|e| err(e.to_string()))?;
         let always_set = if always.is_empty() {
@@ -219,7 +229,8 @@ impl Prefilter {
         };
         Ok(Prefilter {
             literals: ac,
-            literal_patterns,
+            literal_groups,
+            groups_needed,
             always,
             always_set,
         })
@@ -227,10 +238,21 @@ impl Prefilter {
 
     /// Patterns that may match `text`, ascending.
     fn candidates(&self, text: &str) -> Vec<usize> {
-        let mut out: Vec<usize> = Vec::new();
+        let mut present = vec![0u8; self.groups_needed.len()];
+        let mut touched: Vec<usize> = Vec::new();
         for m in self.literals.find_overlapping_iter(text) {
-            out.extend_from_slice(&self.literal_patterns[m.pattern().as_usize()]);
+            for &(p, g) in &self.literal_groups[m.pattern().as_usize()] {
+                let p = p as usize;
+                if present[p] == 0 {
+                    touched.push(p);
+                }
+                present[p] |= 1 << g;
+            }
         }
+        let mut out: Vec<usize> = touched
+            .into_iter()
+            .filter(|&p| present[p].count_ones() == u32::from(self.groups_needed[p]))
+            .collect();
         if let Some(set) = &self.always_set {
             out.extend(set.matches(text).iter().map(|k| self.always[k]));
         }
@@ -357,7 +379,7 @@ impl RuleSet {
     /// (distinct prefilter literals, patterns screened without literals).
     pub fn prefilter_stats(&self) -> (usize, usize) {
         (
-            self.prefilter.literal_patterns.len(),
+            self.prefilter.literal_groups.len(),
             self.prefilter.always.len(),
         )
     }
