@@ -3,8 +3,8 @@
 //! The test and rules-blind splits are never read here.
 
 use portcullis_detect::lexical::{LexicalModel, Provenance, TrainParams};
-use portcullis_eval::corpus::{self, Label, Split};
-use portcullis_eval::train::views_of;
+use portcullis_eval::corpus::{self, Split};
+use portcullis_eval::train::examples;
 
 fn auc(scored: &mut [(f64, bool)]) -> f64 {
     scored.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -22,18 +22,10 @@ fn auc(scored: &mut [(f64, bool)]) -> f64 {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (records, errors) = corpus::load_jsonl(std::path::Path::new("corpus/corpus.jsonl"))?;
     assert!(errors.is_empty());
-    let set = |s: Split| -> Vec<(Vec<String>, bool)> {
-        records
-            .iter()
-            .filter(|r| r.split == Some(s))
-            .filter_map(|r| {
-                r.text
-                    .as_deref()
-                    .map(|t| (views_of(t, r.channel), r.label == Label::Malicious))
-            })
-            .collect()
-    };
-    let (train, dev) = (set(Split::Train), set(Split::Dev));
+    let (train, dev) = (
+        examples(&records, Split::Train),
+        examples(&records, Split::Dev),
+    );
     let prov = Provenance {
         corpus_sha256: String::new(),
         train_split: "train".into(),

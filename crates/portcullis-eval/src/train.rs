@@ -23,7 +23,7 @@ pub fn views_of(text: &str, channel: Channel) -> Vec<String> {
 /// Text records of a split (whole tool definitions are scored field by field at
 /// inference; their single label does not say which field is poisoned, so they are
 /// not training examples).
-fn examples(records: &[Record], split: Split) -> Vec<(Vec<String>, bool)> {
+pub fn examples(records: &[Record], split: Split) -> Vec<(Vec<String>, bool)> {
     records
         .iter()
         .filter(|r| r.split == Some(split))
