@@ -18,7 +18,7 @@ pub mod rules;
 pub mod stages;
 
 pub use error::DetectError;
-pub use pipeline::{Detector, Inspection, RecordMeta, STAGE_NORMALIZE};
+pub use pipeline::{kind_and_target, Detector, Inspection, RecordMeta, STAGE_NORMALIZE};
 pub use stages::{egress::NAME as STAGE_EGRESS, rules::NAME as STAGE_RULES};
 
 /// The original text of `span`, snapped to character boundaries and shortened to

@@ -181,11 +181,7 @@ impl Detector {
             .collect();
         let mut masked = None;
         for item in items {
-            let (kind, target) = match (item.channel, item.is_key) {
-                (_, true) => (TextKind::Identifier, Target::PropertyName),
-                (Channel::ToolName, _) => (TextKind::Identifier, Target::ToolName),
-                _ => (TextKind::Prose, Target::Text),
-            };
+            let (kind, target) = kind_and_target(item.channel, item.is_key);
             let t = Instant::now();
             let mut normalized = normalize(&item.text, kind, &self.config.normalize);
             let found = std::mem::take(&mut normalized.findings);
@@ -273,6 +269,17 @@ impl Detector {
             },
             masked,
         }
+    }
+}
+
+/// How an item's text is normalized and which rules apply to it: identifiers
+/// (tool names, property names) get the `words` view; property-name and tool-name
+/// rules apply only to those.
+pub fn kind_and_target(channel: Channel, is_key: bool) -> (TextKind, Target) {
+    match (channel, is_key) {
+        (_, true) => (TextKind::Identifier, Target::PropertyName),
+        (Channel::ToolName, _) => (TextKind::Identifier, Target::ToolName),
+        _ => (TextKind::Prose, Target::Text),
     }
 }
 

@@ -3,16 +3,13 @@
 
 use crate::corpus::{Label, Record, Split};
 use portcullis_core::{Channel, NormalizeConfig};
+use portcullis_detect::kind_and_target;
 use portcullis_detect::lexical::{LexicalModel, Provenance, TrainParams};
-use portcullis_detect::normalize::{normalize, TextKind};
+use portcullis_detect::normalize::normalize;
 
 /// Distinct normalized views of a text, as the lexical stage sees them.
 pub fn views_of(text: &str, channel: Channel) -> Vec<String> {
-    let kind = if channel == Channel::ToolName {
-        TextKind::Identifier
-    } else {
-        TextKind::Prose
-    };
+    let (kind, _) = kind_and_target(channel, false);
     normalize(text, kind, &NormalizeConfig::default())
         .views
         .into_iter()
@@ -63,36 +60,15 @@ pub fn train_lexical(
 
 /// Whether any rule fires on a record (tool definitions: on any of their fields).
 pub fn fires_any_rule(rules: &portcullis_detect::rules::RuleSet, r: &Record) -> bool {
-    use portcullis_detect::rules::Target;
+    let fires = |text: &str, channel: Channel, is_key: bool| {
+        let (kind, target) = kind_and_target(channel, is_key);
+        let n = normalize(text, kind, &NormalizeConfig::default());
+        !rules.scan(&n.views, target).is_empty()
+    };
     match (&r.text, &r.tool) {
-        (Some(t), _) => {
-            let kind = if r.channel == Channel::ToolName {
-                TextKind::Identifier
-            } else {
-                TextKind::Prose
-            };
-            let target = if r.channel == Channel::ToolName {
-                Target::ToolName
-            } else {
-                Target::Text
-            };
-            let n = normalize(t, kind, &NormalizeConfig::default());
-            !rules.scan(&n.views, target).is_empty()
-        }
+        (Some(t), _) => fires(t, r.channel, false),
         (None, Some(tool)) => portcullis_detect::extract::tool_items(tool, None)
-            .map(|e| {
-                e.items.iter().any(|i| {
-                    let (kind, target) = if i.is_key {
-                        (TextKind::Identifier, Target::PropertyName)
-                    } else if i.channel == Channel::ToolName {
-                        (TextKind::Identifier, Target::ToolName)
-                    } else {
-                        (TextKind::Prose, Target::Text)
-                    };
-                    let n = normalize(&i.text, kind, &NormalizeConfig::default());
-                    !rules.scan(&n.views, target).is_empty()
-                })
-            })
+            .map(|e| e.items.iter().any(|i| fires(&i.text, i.channel, i.is_key)))
             .unwrap_or(false),
         (None, None) => false,
     }
