@@ -10,6 +10,7 @@ mod config;
 mod error;
 mod item;
 mod record;
+mod rng;
 
 pub use channel::Channel;
 pub use config::{
@@ -21,6 +22,7 @@ pub use item::Item;
 pub use record::{
     sha256_hex, Action, DecisionRecord, Finding, Severity, Span, StageOutput, Status, RECORD_SCHEMA,
 };
+pub use rng::SplitMix64;
 
 /// Current UTC time as RFC 3339 with microseconds, for record timestamps.
 pub fn now_rfc3339() -> String {

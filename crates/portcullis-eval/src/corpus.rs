@@ -219,6 +219,11 @@ pub fn load_jsonl(path: &Path) -> Result<(Vec<Record>, Vec<LineError>), CorpusEr
         path: path.display().to_string(),
         source,
     })?;
+    Ok(parse_jsonl(&text, &path.display().to_string()))
+}
+
+/// Parse JSONL records already in memory; `origin` names the file in errors.
+pub fn parse_jsonl(text: &str, origin: &str) -> (Vec<Record>, Vec<LineError>) {
     let mut records = Vec::new();
     let mut errors = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -226,7 +231,7 @@ pub fn load_jsonl(path: &Path) -> Result<(Vec<Record>, Vec<LineError>), CorpusEr
             continue;
         }
         let err = |message: String| LineError {
-            file: path.display().to_string(),
+            file: origin.to_string(),
             line: i + 1,
             message,
         };
@@ -238,7 +243,7 @@ pub fn load_jsonl(path: &Path) -> Result<(Vec<Record>, Vec<LineError>), CorpusEr
             Err(e) => errors.push(err(e.to_string())),
         }
     }
-    Ok((records, errors))
+    (records, errors)
 }
 
 /// All `*.jsonl` files of a directory, sorted by name.

@@ -258,21 +258,13 @@ pub fn bootstrap_groups(groups: &[(u64, u64)], replicates: usize, seed: u64) -> 
     if groups.is_empty() || replicates == 0 {
         return (f64::NAN, f64::NAN);
     }
-    let mut state = seed;
-    let mut next = || {
-        // SplitMix64: small, deterministic, and good enough for resampling indices.
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
+    let mut rng = portcullis_core::SplitMix64::new(seed);
     let g = groups.len() as u64;
     let mut stats: Vec<f64> = (0..replicates)
         .map(|_| {
             let (mut k, mut n) = (0u64, 0u64);
             for _ in 0..groups.len() {
-                let (gk, gn) = groups[(next() % g) as usize];
+                let (gk, gn) = groups[(rng.next_u64() % g) as usize];
                 k += gk;
                 n += gn;
             }

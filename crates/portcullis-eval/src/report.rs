@@ -91,12 +91,3 @@ pub fn markdown(config_name: &str, reports: &[SubsetReport]) -> String {
     }
     s
 }
-
-/// Status counts helper for callers that only need the distribution.
-pub fn count(decisions: &[Result<DecisionRecord, String>]) -> StateCounts {
-    let mut c = StateCounts::default();
-    for d in decisions.iter().flatten() {
-        c.add(d.status);
-    }
-    c
-}

@@ -95,8 +95,10 @@ fn print_stats(records: &[Record]) {
 
 /// Read a built corpus; bad lines are errors (a built corpus has none).
 pub fn load_built(path: &Path) -> Result<(Vec<Record>, String)> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let (records, errors) = corpus::load_jsonl(path)?;
+    // One read: the same bytes are parsed and hashed.
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let (records, errors) = corpus::parse_jsonl(&text, &path.display().to_string());
     for e in &errors {
         eprintln!("error: {e}");
     }
@@ -109,7 +111,7 @@ pub fn load_built(path: &Path) -> Result<(Vec<Record>, String)> {
             path.display()
         );
     }
-    Ok((records, corpus::corpus_sha256(&bytes)))
+    Ok((records, corpus::corpus_sha256(text.as_bytes())))
 }
 
 #[derive(Args)]
