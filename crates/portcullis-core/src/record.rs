@@ -32,6 +32,9 @@ pub enum Action {
     Pass,
     /// Forwarded with secrets and/or PII replaced by placeholders.
     Mask,
+    /// Metadata forwarded with its instruction-shaped segments removed (the
+    /// record's reasons list what was removed).
+    Sanitize,
     /// Withheld until a human approves it.
     Hold,
     /// Withheld.

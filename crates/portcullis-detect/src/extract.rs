@@ -127,6 +127,10 @@ struct Walker<'a> {
     tool: Option<&'a str>,
     items: Vec<Item>,
     truncated: Option<String>,
+    /// Whether object keys are items too (they are in definitions).
+    keys: bool,
+    /// Keys whose values are not text (binary payloads) and are not walked.
+    skip: &'a [&'a str],
 }
 
 impl Walker<'_> {
@@ -178,9 +182,12 @@ impl Walker<'_> {
             }
             Value::Object(m) => {
                 for (k, x) in m {
+                    if self.skip.contains(&k.as_str()) {
+                        continue;
+                    }
                     let p = child_path(path, k);
                     let keyword = in_schema && !name_map && SCHEMA_KEYWORDS.contains(&k.as_str());
-                    if !keyword {
+                    if !keyword && self.keys {
                         self.push(channel, format!("{p}~"), k, true);
                     }
                     let child_is_map = in_schema && !name_map && NAME_MAPS.contains(&k.as_str());
@@ -189,6 +196,33 @@ impl Walker<'_> {
             }
             _ => {}
         }
+    }
+}
+
+/// Items of any JSON message on `channel` (a tool result, a prompt, a resource's
+/// contents): every string value at any depth, with its JSON path from `$`. Keys
+/// are items too when `keys`; values under a key in `skip` (binary payloads such
+/// as `blob` and `data`) are not walked.
+pub fn value_items(
+    channel: Channel,
+    value: &Value,
+    server: Option<&str>,
+    tool: Option<&str>,
+    keys: bool,
+    skip: &[&str],
+) -> Extracted {
+    let mut w = Walker {
+        server,
+        tool,
+        items: Vec::new(),
+        truncated: None,
+        keys,
+        skip,
+    };
+    w.walk(channel, value, "$", 0, false, false);
+    Extracted {
+        items: w.items,
+        findings: w.truncated.map(malformed).into_iter().collect(),
     }
 }
 
@@ -203,6 +237,8 @@ pub fn tool_items(tool: &Value, server: Option<&str>) -> Result<Extracted, crate
         tool: name,
         items: Vec::new(),
         truncated: None,
+        keys: true,
+        skip: &[],
     };
     if let Some(n) = name {
         w.push(Channel::ToolName, "$.name".into(), n, false);
@@ -248,24 +284,25 @@ pub fn tool_items(tool: &Value, server: Option<&str>) -> Result<Extracted, crate
         w.truncated
             .get_or_insert_with(|| "the tool has no string `name`".into());
     }
-    let findings = w
-        .truncated
-        .map(|why| Finding {
-            rule: "struct.malformed_or_oversized".into(),
-            category: "structure".into(),
-            severity: Severity::High,
-            view: "original".into(),
-            span: Span { start: 0, end: 0 },
-            excerpt: why,
-            path: Some("$".into()),
-            allowlisted: false,
-        })
-        .into_iter()
-        .collect();
+    let findings = w.truncated.map(malformed).into_iter().collect();
     Ok(Extracted {
         items: w.items,
         findings,
     })
+}
+
+/// The finding for a structure that could not be walked whole.
+fn malformed(why: String) -> Finding {
+    Finding {
+        rule: "struct.malformed_or_oversized".into(),
+        category: "structure".into(),
+        severity: Severity::High,
+        view: "original".into(),
+        span: Span { start: 0, end: 0 },
+        excerpt: why,
+        path: Some("$".into()),
+        allowlisted: false,
+    }
 }
 
 #[cfg(test)]

@@ -31,7 +31,10 @@ pub struct RecordMeta {
 #[derive(Debug, Clone)]
 pub struct Inspection {
     pub record: DecisionRecord,
+    /// The masked text of the (last) item that had something masked.
     pub masked: Option<String>,
+    /// Every masked item: (index into the inspected items, masked text).
+    pub masks: Vec<(usize, String)>,
 }
 
 /// An immutable, shareable detector: configuration, compiled rules, stages.
@@ -155,6 +158,37 @@ impl Detector {
         Ok(self.decide(&extracted.items, extracted.findings, header, meta, started))
     }
 
+    /// Inspect the strings of one MCP message (a tool result's content blocks, a
+    /// prompt's messages; see [`extract::value_items`]) as one decision on
+    /// `channel`. `whole` is the canonical serialization of the message, hashed
+    /// into the record.
+    pub fn inspect_items(
+        &self,
+        channel: Channel,
+        server: Option<&str>,
+        tool: Option<&str>,
+        extracted: &extract::Extracted,
+        whole: &str,
+        meta: RecordMeta,
+    ) -> Inspection {
+        let started = Instant::now();
+        let header = Header {
+            channel,
+            server: server.map(str::to_string),
+            tool: tool.map(str::to_string),
+            path: None,
+            sha: sha256_hex(whole.as_bytes()),
+            len: whole.len(),
+        };
+        self.decide(
+            &extracted.items,
+            extracted.findings.clone(),
+            header,
+            meta,
+            started,
+        )
+    }
+
     fn allowlisted(&self, h: &Header, rule: &str) -> bool {
         self.config
             .allow
@@ -179,8 +213,8 @@ impl Detector {
             .iter()
             .map(|s| StageAcc::new(s.name(), s.weight(&self.config, h.channel)))
             .collect();
-        let mut masked = None;
-        for item in items {
+        let mut masks = Vec::new();
+        for (index, item) in items.iter().enumerate() {
             let (kind, target) = kind_and_target(item.channel, item.is_key);
             let t = Instant::now();
             let mut normalized = normalize(&item.text, kind, &self.config.normalize);
@@ -204,8 +238,8 @@ impl Detector {
                 if let Some(s) = result.score {
                     acc.score = Some(acc.score.map_or(s, |m: f64| m.max(s)));
                 }
-                if result.masked.is_some() {
-                    masked = result.masked;
+                if let Some(m) = result.masked {
+                    masks.push((index, m));
                 }
                 acc.ran = true;
                 acc.micros += micros(t);
@@ -237,6 +271,7 @@ impl Detector {
                 latency_us: acc.micros,
             });
         }
+        let masked = masks.last().map(|(_, m)| m.clone());
         let score = policy::fuse(weighted);
         let thresholds = self.config.thresholds;
         let status = policy::decide(score, &thresholds);
@@ -268,6 +303,7 @@ impl Detector {
                 latency_us: micros(started),
             },
             masked,
+            masks,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The `portcullis` command line.
 
 mod corpus;
+mod proxy;
 mod scan;
 
 use anyhow::{Context, Result};
@@ -41,6 +42,9 @@ enum Command {
     Calibrate(corpus::CalibrateArgs),
     /// Minimal detection report on corpus splits (both conventions, Wilson intervals).
     Eval(corpus::EvalArgs),
+    /// The MCP gateway: front one stdio server (`-- COMMAND ARGS…`) or several
+    /// (`--gateway FILE`), over stdio and/or Streamable HTTP.
+    Proxy(proxy::ProxyArgs),
     /// Print the effective configuration (TOML) and its hash.
     Config {
         #[command(flatten)]
@@ -122,6 +126,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::TrainLexical(a) => corpus::train_lexical(a).map(|_| ExitCode::SUCCESS),
         Command::Calibrate(a) => corpus::calibrate(a).map(|_| ExitCode::SUCCESS),
         Command::Eval(a) => corpus::eval(a).map(|_| ExitCode::SUCCESS),
+        Command::Proxy(a) => proxy::run(a),
         Command::Rules { detector } => {
             let d = detector.load()?;
             for c in d.rules().categories() {

@@ -1,0 +1,366 @@
+//! The audit log: every decision record appended to a JSONL file, indexed in SQLite.
+//!
+//! Durability is the point. [`AuditLog::append`] returns only after the records are
+//! written (and, with `fsync`, on disk); the gateway forwards a decision only after
+//! that, so a crash never loses the record of a message that was forwarded. One
+//! writer thread owns both files and commits in groups: concurrent callers share one
+//! `fsync`, which keeps the per-call cost flat under load.
+//!
+//! Secrets are redacted before anything is written: every excerpt and reason is
+//! passed through the egress guard's secret and PII detectors and masked.
+
+use portcullis_core::{DecisionRecord, EgressConfig};
+use portcullis_detect::guard::EgressGuard;
+use rusqlite::{params, Connection};
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error("audit log {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("audit index {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("audit guard: {0}")]
+    Guard(String),
+    #[error("audit writer stopped: {0}")]
+    Stopped(String),
+}
+
+/// Where and how records are kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    /// The JSONL log (appended; never truncated).
+    pub log: PathBuf,
+    /// The SQLite index beside it; absent = `<log>.sqlite`.
+    #[serde(default)]
+    pub index: Option<PathBuf>,
+    /// `fsync` the log before a decision is forwarded (default true). Off, a crash
+    /// of the machine (not of the gateway) can lose the last records.
+    #[serde(default = "yes")]
+    pub fsync: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl AuditConfig {
+    pub fn at(log: impl Into<PathBuf>) -> AuditConfig {
+        AuditConfig {
+            log: log.into(),
+            index: None,
+            fsync: true,
+        }
+    }
+
+    pub fn index_path(&self) -> PathBuf {
+        self.index.clone().unwrap_or_else(|| {
+            let mut p = self.log.clone().into_os_string();
+            p.push(".sqlite");
+            PathBuf::from(p)
+        })
+    }
+}
+
+type Ack = tokio::sync::oneshot::Sender<Result<(), String>>;
+
+struct Batch {
+    records: Vec<DecisionRecord>,
+    ack: Ack,
+}
+
+/// Handle to the writer thread; cheap to share behind an `Arc`.
+pub struct AuditLog {
+    tx: Option<mpsc::Sender<Batch>>,
+    thread: Option<JoinHandle<()>>,
+    config: AuditConfig,
+}
+
+impl std::fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+struct Writer {
+    log: BufWriter<File>,
+    log_path: PathBuf,
+    offset: u64,
+    db: Connection,
+    db_path: PathBuf,
+    fsync: bool,
+    guard: EgressGuard,
+}
+
+impl AuditLog {
+    /// Open (or create) the log and its index and start the writer. `egress` gives
+    /// the canaries and secret settings used for redaction.
+    pub fn open(config: AuditConfig, egress: &EgressConfig) -> Result<AuditLog, AuditError> {
+        let log_path = config.log.clone();
+        let io = |source| AuditError::Io {
+            path: log_path.clone(),
+            source,
+        };
+        if let Some(dir) = log_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(io)?;
+        let offset = file.seek(SeekFrom::End(0)).map_err(io)?;
+        let db_path = config.index_path();
+        let db = open_index(&db_path)?;
+        let guard = EgressGuard::new(egress).map_err(|e| AuditError::Guard(e.to_string()))?;
+        let mut writer = Writer {
+            log: BufWriter::new(file),
+            log_path,
+            offset,
+            db,
+            db_path,
+            fsync: config.fsync,
+            guard,
+        };
+        let (tx, rx) = mpsc::channel::<Batch>();
+        let thread = std::thread::Builder::new()
+            .name("portcullis-audit".into())
+            .spawn(move || writer.run(rx))
+            .map_err(|source| AuditError::Io {
+                path: config.log.clone(),
+                source,
+            })?;
+        Ok(AuditLog {
+            tx: Some(tx),
+            thread: Some(thread),
+            config,
+        })
+    }
+
+    pub fn config(&self) -> &AuditConfig {
+        &self.config
+    }
+
+    /// Append records; returns once they are durable (per `fsync`).
+    pub async fn append(&self, records: Vec<DecisionRecord>) -> Result<(), AuditError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let (ack, done) = tokio::sync::oneshot::channel();
+        self.tx
+            .as_ref()
+            .ok_or_else(|| AuditError::Stopped("closed".into()))?
+            .send(Batch { records, ack })
+            .map_err(|_| AuditError::Stopped("writer thread gone".into()))?;
+        done.await
+            .map_err(|_| AuditError::Stopped("writer thread gone".into()))?
+            .map_err(AuditError::Stopped)
+    }
+
+    /// Append from synchronous code (tests, CLI tools).
+    pub fn append_blocking(&self, records: Vec<DecisionRecord>) -> Result<(), AuditError> {
+        let (ack, done) = tokio::sync::oneshot::channel();
+        self.tx
+            .as_ref()
+            .ok_or_else(|| AuditError::Stopped("closed".into()))?
+            .send(Batch { records, ack })
+            .map_err(|_| AuditError::Stopped("writer thread gone".into()))?;
+        done.blocking_recv()
+            .map_err(|_| AuditError::Stopped("writer thread gone".into()))?
+            .map_err(AuditError::Stopped)
+    }
+}
+
+impl Drop for AuditLog {
+    fn drop(&mut self) {
+        // Closing the channel ends the writer after it has drained every batch.
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn open_index(path: &Path) -> Result<Connection, AuditError> {
+    let sq = |source| AuditError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    };
+    let db = Connection::open(path).map_err(sq)?;
+    db.execute_batch(
+        "PRAGMA journal_mode=WAL;
+         PRAGMA synchronous=NORMAL;
+         CREATE TABLE IF NOT EXISTS records (
+             id TEXT PRIMARY KEY,
+             time TEXT NOT NULL,
+             channel TEXT NOT NULL,
+             server TEXT,
+             tool TEXT,
+             status TEXT NOT NULL,
+             action TEXT NOT NULL,
+             score REAL NOT NULL,
+             log_offset INTEGER NOT NULL,
+             log_len INTEGER NOT NULL
+         );
+         CREATE INDEX IF NOT EXISTS records_status ON records(status);
+         CREATE INDEX IF NOT EXISTS records_server_tool ON records(server, tool);",
+    )
+    .map_err(sq)?;
+    Ok(db)
+}
+
+impl Writer {
+    fn run(&mut self, rx: mpsc::Receiver<Batch>) {
+        while let Ok(first) = rx.recv() {
+            // Group commit: everything queued now shares one flush and fsync.
+            let mut group = vec![first];
+            while let Ok(more) = rx.try_recv() {
+                group.push(more);
+                if group.len() >= 256 {
+                    break;
+                }
+            }
+            let outcome = self.write_group(&group).map_err(|e| e.to_string());
+            if let Err(e) = &outcome {
+                tracing::error!(error = %e, "audit write failed; decisions are not forwarded");
+            }
+            for b in group {
+                let _ = b.ack.send(outcome.clone());
+            }
+        }
+    }
+
+    fn write_group(&mut self, group: &[Batch]) -> Result<(), AuditError> {
+        let io = |path: &Path, source| AuditError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut rows = Vec::new();
+        for b in group {
+            for r in &b.records {
+                let redacted = redact(r, &self.guard);
+                let mut line = serde_json::to_vec(&redacted)
+                    .map_err(|e| AuditError::Stopped(format!("serialize record: {e}")))?;
+                line.push(b'\n');
+                self.log
+                    .write_all(&line)
+                    .map_err(|e| io(&self.log_path, e))?;
+                rows.push((redacted, self.offset, line.len() as u64));
+                self.offset += line.len() as u64;
+            }
+        }
+        self.log.flush().map_err(|e| io(&self.log_path, e))?;
+        if self.fsync {
+            self.log
+                .get_ref()
+                .sync_data()
+                .map_err(|e| io(&self.log_path, e))?;
+        }
+        // The index is derived from the log (it can be rebuilt from it), so it is
+        // written after the log is durable.
+        let sq = |source| AuditError::Sqlite {
+            path: self.db_path.clone(),
+            source,
+        };
+        let tx = self.db.transaction().map_err(sq)?;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO records
+                     (id, time, channel, server, tool, status, action, score, log_offset, log_len)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                )
+                .map_err(sq)?;
+            for (r, off, len) in &rows {
+                stmt.execute(params![
+                    r.id,
+                    r.time,
+                    r.channel.as_str(),
+                    r.server,
+                    r.tool,
+                    r.status.as_str(),
+                    serde_json::to_value(r.action)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default(),
+                    r.score,
+                    *off as i64,
+                    *len as i64,
+                ])
+                .map_err(sq)?;
+            }
+        }
+        tx.commit().map_err(sq)?;
+        Ok(())
+    }
+}
+
+/// A copy of the record with secrets and PII masked in every excerpt and reason.
+pub fn redact(record: &DecisionRecord, guard: &EgressGuard) -> DecisionRecord {
+    let clean = |s: &str| -> String {
+        let found = guard.scan(s);
+        if found.is_empty() {
+            s.to_string()
+        } else {
+            EgressGuard::mask(s, &found, true, true)
+        }
+    };
+    let mut r = record.clone();
+    for stage in &mut r.stages {
+        for f in &mut stage.findings {
+            f.excerpt = clean(&f.excerpt);
+        }
+    }
+    for reason in &mut r.reasons {
+        *reason = clean(reason);
+    }
+    r
+}
+
+/// Look a record up by id through the index (reads the line from the log).
+pub fn find_record(config: &AuditConfig, id: &str) -> Result<Option<DecisionRecord>, AuditError> {
+    let db_path = config.index_path();
+    let db = open_index(&db_path)?;
+    let row: Option<(i64, i64)> = db
+        .query_row(
+            "SELECT log_offset, log_len FROM records WHERE id = ?1",
+            params![id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .map(Some)
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+            e => Err(AuditError::Sqlite {
+                path: db_path.clone(),
+                source: e,
+            }),
+        })?;
+    let Some((off, len)) = row else {
+        return Ok(None);
+    };
+    let io = |source| AuditError::Io {
+        path: config.log.clone(),
+        source,
+    };
+    let mut f = File::open(&config.log).map_err(io)?;
+    f.seek(SeekFrom::Start(off as u64)).map_err(io)?;
+    let mut buf = vec![0u8; len as usize];
+    std::io::Read::read_exact(&mut f, &mut buf).map_err(io)?;
+    serde_json::from_slice(&buf)
+        .map(Some)
+        .map_err(|e| AuditError::Stopped(format!("record {id} in the log is not valid JSON: {e}")))
+}

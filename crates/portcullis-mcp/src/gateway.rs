@@ -1,0 +1,999 @@
+//! The gateway as a server: every request of a downstream client is routed to an
+//! upstream, and everything that comes back toward the model is inspected first.
+//!
+//! One path for every method: `forward` sends a request upstream (timeout,
+//! cancellation, progress), `inspected` runs the answer through the [`Inspector`]
+//! on the method's channel and either forwards it or replaces it with a clear
+//! "withheld" answer naming the decision record. Lists are drained across pages and
+//! upstreams, each entry inspected (and cached by content hash, so an unchanged
+//! definition is decided and logged once).
+
+use crate::audit::AuditLog;
+use crate::config::GatewayConfig;
+use crate::inspect::{Inspector, Outcome};
+use crate::router::{client_progress_token, withheld_error, ListKind, Router};
+use crate::upstream::{options, Upstream, UpstreamError};
+use portcullis_core::{sha256_hex, Channel};
+use portcullis_detect::Detector;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, CompleteRequestParams,
+    CompleteResult, ContentBlock, CustomRequest, CustomResult, ErrorData as McpError,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, RequestMetaObject, ServerCapabilities, ServerResult,
+    SubscribeRequestParams, UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceError};
+use rmcp::ServerHandler;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+    #[error(transparent)]
+    Audit(#[from] crate::audit::AuditError),
+    #[error(transparent)]
+    Inspect(#[from] crate::inspect::InspectError),
+}
+
+/// Pages drained from one upstream list before giving up (a server that returns
+/// cursors forever must not hang the gateway).
+const MAX_PAGES: usize = 1000;
+
+/// Where a name the client sees leads.
+#[derive(Debug, Clone)]
+struct Route {
+    upstream: usize,
+    name: String,
+}
+
+/// The decided form of one listed entry, by content hash.
+#[derive(Debug, Clone)]
+struct Decided {
+    forward: bool,
+    value: Value,
+    record_id: String,
+}
+
+#[derive(Default)]
+struct Tables {
+    tools: HashMap<String, Route>,
+    prompts: HashMap<String, Route>,
+    resources: HashMap<String, usize>,
+    templates: Vec<(String, usize)>,
+    /// Names/URIs the client must not reach, with the record that withheld them.
+    withheld: HashMap<(Channel, String), String>,
+    decided: HashMap<String, Decided>,
+}
+
+/// The shared gateway: upstreams, inspector, routing tables.
+pub struct Gateway {
+    config: GatewayConfig,
+    inspector: Arc<Inspector>,
+    router: Arc<Router>,
+    upstreams: Vec<Arc<Upstream>>,
+    info: InitializeResult,
+    tables: Mutex<Tables>,
+    /// One list decision at a time: concurrent lists (a client's and a re-list
+    /// after list_changed) must not inspect and log the same entry twice.
+    deciding: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("upstreams", &self.upstreams)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// Open the audit log, start every upstream, inspect their instructions.
+    pub async fn start(
+        config: GatewayConfig,
+        detector: Detector,
+    ) -> Result<Arc<Gateway>, GatewayError> {
+        let audit = Arc::new(AuditLog::open(
+            config.audit.clone(),
+            &detector.config().egress,
+        )?);
+        let inspector = Arc::new(Inspector::new(
+            Arc::new(detector),
+            audit,
+            config.metadata_review,
+            config.fail_mode,
+            config.request_timeout(),
+        ));
+        let (relist_tx, mut relist_rx) = tokio::sync::mpsc::unbounded_channel();
+        let router = Arc::new(Router::new(inspector.clone(), relist_tx));
+        let mut upstreams = Vec::new();
+        for s in &config.servers {
+            let up = Upstream::connect(s.clone(), router.clone(), config.max_message_bytes).await?;
+            tracing::info!(server = %s.name, "upstream connected");
+            upstreams.push(Arc::new(up));
+        }
+        let info = merged_info(&config, &inspector, &upstreams).await?;
+        let gw = Arc::new(Gateway {
+            config,
+            inspector,
+            router,
+            upstreams,
+            info,
+            tables: Mutex::new(Tables::default()),
+            deciding: tokio::sync::Mutex::new(()),
+        });
+        // list_changed from an upstream: re-list it through the same inspection,
+        // then tell the clients.
+        let weak = Arc::downgrade(&gw);
+        tokio::spawn(async move {
+            while let Some((server, kind)) = relist_rx.recv().await {
+                let Some(gw) = weak.upgrade() else { break };
+                if let Err(e) = gw.relist(&server, kind).await {
+                    tracing::warn!(%server, error = %e.message, "re-list after list_changed failed");
+                }
+                gw.router.notify_list_changed(kind).await;
+            }
+        });
+        Ok(gw)
+    }
+
+    pub fn router(&self) -> &Arc<Router> {
+        &self.router
+    }
+
+    pub fn info(&self) -> &InitializeResult {
+        &self.info
+    }
+
+    /// A new downstream session's handler.
+    pub fn session(self: &Arc<Self>) -> Session {
+        Session {
+            gw: self.clone(),
+            id: self.router.new_session_id(),
+        }
+    }
+
+    pub async fn shutdown(&self) {
+        for u in &self.upstreams {
+            u.shutdown().await;
+        }
+    }
+
+    fn tables(&self) -> std::sync::MutexGuard<'_, Tables> {
+        self.tables.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn exposed(&self, upstream: usize, name: &str) -> String {
+        if self.config.namespaced() {
+            format!(
+                "{}{}{name}",
+                self.upstreams[upstream].name(),
+                self.config.namespace_separator
+            )
+        } else {
+            name.to_string()
+        }
+    }
+
+    /// Send a request upstream on behalf of a session: the client's progress token
+    /// is mapped, its cancellation is relayed, the timeout applies.
+    async fn forward(
+        &self,
+        upstream: usize,
+        request: ClientRequest,
+        ctx: &RequestContext<RoleServer>,
+        session: u64,
+    ) -> Result<ServerResult, McpError> {
+        let up = &self.upstreams[upstream];
+        let meta = passthrough_meta(&ctx.meta);
+        let handle = up
+            .request(request, options(self.config.request_timeout(), meta))
+            .await?;
+        let _inflight = self.router.begin(
+            session,
+            up.name(),
+            Some(handle.progress_token.clone()),
+            client_progress_token(&ctx.meta),
+        );
+        let (id, peer) = (handle.id.clone(), handle.peer.clone());
+        tokio::select! {
+            r = handle.await_response() => r.map_err(|e| service_error(up.name(), e)),
+            _ = ctx.ct.cancelled() => {
+                let _ = peer.notify_cancelled(rmcp::model::CancelledNotificationParam::new(
+                    Some(id), Some("cancelled by the client".into()))).await;
+                Err(McpError::internal_error("cancelled by the client", None))
+            }
+        }
+    }
+
+    /// Inspect a result on `channel`; forward it (masked) or withhold it.
+    async fn inspected(
+        &self,
+        channel: Channel,
+        upstream: usize,
+        tool: Option<&str>,
+        result: ServerResult,
+    ) -> Result<ServerResult, McpError> {
+        let server = self.upstreams[upstream].name().to_string();
+        let mut v = to_value(&result)?;
+        let size = v.to_string().len();
+        if size > self.config.max_message_bytes {
+            return Err(McpError::internal_error(
+                format!(
+                    "portcullis: the {} from {server} is {size} bytes, over max_message_bytes = {}",
+                    channel.as_str().replace('_', " "),
+                    self.config.max_message_bytes
+                ),
+                None,
+            ));
+        }
+        let out = self
+            .inspector
+            .message(channel, &server, tool, &mut v)
+            .await
+            .map_err(internal)?;
+        if out.forward {
+            return retype(&result, v);
+        }
+        if channel == Channel::ToolResult {
+            // A held tool result is still a well-formed result: the model reads
+            // that it was withheld and why, and nothing of the original.
+            return Ok(ServerResult::CallToolResult(withheld_result(&out)));
+        }
+        Err(withheld_error(&out))
+    }
+
+    /// Every entry of one list method from every upstream (all pages), inspected.
+    async fn list(
+        &self,
+        kind: ListKind,
+        templates: bool,
+        ctx: &RequestContext<RoleServer>,
+        session: u64,
+    ) -> Result<Vec<Value>, McpError> {
+        let mut all = Vec::new();
+        for (i, up) in self.upstreams.iter().enumerate() {
+            if !declares(&up.info.capabilities, kind) {
+                continue;
+            }
+            let entries = self.drain(i, kind, templates, ctx, session).await?;
+            all.extend(self.decide_entries(i, kind, templates, entries).await?);
+        }
+        Ok(all)
+    }
+
+    async fn drain(
+        &self,
+        upstream: usize,
+        kind: ListKind,
+        templates: bool,
+        ctx: &RequestContext<RoleServer>,
+        session: u64,
+    ) -> Result<Vec<Value>, McpError> {
+        let (method, field) = list_method(kind, templates);
+        let mut cursor: Option<String> = None;
+        let mut out = Vec::new();
+        for _ in 0..MAX_PAGES {
+            let params = match &cursor {
+                Some(c) => json!({ "cursor": c }),
+                None => json!({}),
+            };
+            let req: ClientRequest =
+                serde_json::from_value(json!({ "method": method, "params": params }))
+                    .map_err(internal)?;
+            let v = to_value(&self.forward(upstream, req, ctx, session).await?)?;
+            if let Some(Value::Array(a)) = v.get(field) {
+                out.extend(a.iter().cloned());
+            }
+            cursor = v
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            if cursor.is_none() {
+                return Ok(out);
+            }
+        }
+        Err(McpError::internal_error(
+            format!(
+                "portcullis: {} from {} returned more than {MAX_PAGES} pages",
+                method,
+                self.upstreams[upstream].name()
+            ),
+            None,
+        ))
+    }
+
+    /// Inspect (or reuse the decision on) each entry, update the routing tables,
+    /// and return what the client may see, renamed into the gateway's namespace.
+    async fn decide_entries(
+        &self,
+        upstream: usize,
+        kind: ListKind,
+        templates: bool,
+        entries: Vec<Value>,
+    ) -> Result<Vec<Value>, McpError> {
+        let server = self.upstreams[upstream].name().to_string();
+        let channel = match kind {
+            ListKind::Tools => Channel::ToolDefinition,
+            ListKind::Prompts => Channel::Prompt,
+            ListKind::Resources => Channel::Resource,
+        };
+        let mut visible = Vec::new();
+        let _one_at_a_time = self.deciding.lock().await;
+        for mut entry in entries {
+            let key = sha256_hex(format!("{server}\n{channel:?}\n{entry}").as_bytes());
+            let cached = self.tables().decided.get(&key).cloned();
+            let decided = match cached {
+                Some(d) => d,
+                None => {
+                    let out: Outcome = match kind {
+                        ListKind::Tools => self.inspector.tool(&server, &mut entry).await,
+                        _ => self.inspector.listing(channel, &server, &mut entry).await,
+                    }
+                    .map_err(internal)?;
+                    let d = Decided {
+                        forward: out.forward,
+                        value: entry,
+                        record_id: out.record.id,
+                    };
+                    self.tables().decided.insert(key, d.clone());
+                    d
+                }
+            };
+            let ident = entry_ident(kind, templates, &decided.value);
+            let mut t = self.tables();
+            match kind {
+                ListKind::Tools | ListKind::Prompts => {
+                    let exposed = self.exposed(upstream, &ident);
+                    let route = Route {
+                        upstream,
+                        name: ident.clone(),
+                    };
+                    if kind == ListKind::Tools {
+                        t.tools.insert(exposed.clone(), route);
+                    } else {
+                        t.prompts.insert(exposed.clone(), route);
+                    }
+                    if decided.forward {
+                        t.withheld.remove(&(channel, exposed.clone()));
+                        let mut v = decided.value.clone();
+                        if let Some(o) = v.as_object_mut() {
+                            o.insert("name".into(), Value::String(exposed));
+                        }
+                        visible.push(v);
+                    } else {
+                        t.withheld.insert((channel, exposed), decided.record_id);
+                    }
+                }
+                ListKind::Resources => {
+                    if templates {
+                        let prefix = ident.split('{').next().unwrap_or_default().to_string();
+                        t.templates.retain(|(p, _)| p != &prefix);
+                        t.templates.push((prefix, upstream));
+                    } else {
+                        t.resources.insert(ident.clone(), upstream);
+                    }
+                    if decided.forward {
+                        t.withheld.remove(&(channel, ident));
+                        visible.push(decided.value.clone());
+                    } else {
+                        t.withheld.insert((channel, ident), decided.record_id);
+                    }
+                }
+            }
+        }
+        Ok(visible)
+    }
+
+    /// Re-list one upstream after it said its list changed.
+    async fn relist(&self, server: &str, kind: ListKind) -> Result<(), McpError> {
+        let Some(i) = self.upstreams.iter().position(|u| u.name() == server) else {
+            return Ok(());
+        };
+        let up = &self.upstreams[i];
+        let (method, field) = list_method(kind, false);
+        let req: ClientRequest =
+            serde_json::from_value(json!({ "method": method, "params": {} })).map_err(internal)?;
+        let handle = up
+            .request(req, options(self.config.request_timeout(), None))
+            .await?;
+        let v = to_value(
+            &handle
+                .await_response()
+                .await
+                .map_err(|e| service_error(server, e))?,
+        )?;
+        let entries = v
+            .get(field)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        self.decide_entries(i, kind, false, entries).await?;
+        Ok(())
+    }
+
+    /// Where a named tool or prompt goes; refuses withheld or unknown names.
+    async fn route(
+        &self,
+        channel: Channel,
+        exposed: &str,
+        ctx: &RequestContext<RoleServer>,
+        session: u64,
+    ) -> Result<Route, McpError> {
+        for attempt in 0..2 {
+            {
+                let t = self.tables();
+                if let Some(record) = t.withheld.get(&(channel, exposed.to_string())) {
+                    return Err(McpError::new(
+                        crate::router::WITHHELD,
+                        format!(
+                            "portcullis: {exposed:?} is withheld by the gateway (record {record})"
+                        ),
+                        Some(json!({ "record_id": record })),
+                    ));
+                }
+                let table = if channel == Channel::ToolDefinition {
+                    &t.tools
+                } else {
+                    &t.prompts
+                };
+                if let Some(r) = table.get(exposed) {
+                    return Ok(r.clone());
+                }
+            }
+            if attempt == 0 {
+                // Not listed yet (a client may call without listing): list first,
+                // so nothing reaches a tool whose definition was not inspected.
+                let kind = if channel == Channel::ToolDefinition {
+                    ListKind::Tools
+                } else {
+                    ListKind::Prompts
+                };
+                self.list(kind, false, ctx, session).await?;
+            }
+        }
+        Err(McpError::invalid_params(
+            format!("portcullis: unknown name {exposed:?}"),
+            None,
+        ))
+    }
+
+    /// Which upstream serves a resource URI; refuses withheld ones.
+    async fn resource_route(
+        &self,
+        uri: &str,
+        ctx: &RequestContext<RoleServer>,
+        session: u64,
+    ) -> Result<usize, McpError> {
+        for attempt in 0..2 {
+            {
+                let t = self.tables();
+                if let Some(record) = t.withheld.get(&(Channel::Resource, uri.to_string())) {
+                    return Err(McpError::new(
+                        crate::router::WITHHELD,
+                        format!("portcullis: {uri:?} is withheld by the gateway (record {record})"),
+                        Some(json!({ "record_id": record })),
+                    ));
+                }
+                if let Some(i) = t.resources.get(uri) {
+                    return Ok(*i);
+                }
+                if let Some((_, i)) = t
+                    .templates
+                    .iter()
+                    .filter(|(p, _)| !p.is_empty() && uri.starts_with(p.as_str()))
+                    .max_by_key(|(p, _)| p.len())
+                {
+                    return Ok(*i);
+                }
+            }
+            if self.upstreams.len() == 1 {
+                return Ok(0);
+            }
+            if attempt == 0 {
+                self.list(ListKind::Resources, false, ctx, session).await?;
+                self.list(ListKind::Resources, true, ctx, session).await?;
+            }
+        }
+        Err(McpError::resource_not_found(
+            format!("portcullis: no upstream serves {uri:?}"),
+            None,
+        ))
+    }
+
+    async fn handle(
+        &self,
+        request: ClientRequest,
+        ctx: RequestContext<RoleServer>,
+        session: u64,
+    ) -> Result<ServerResult, McpError> {
+        match request {
+            ClientRequest::InitializeRequest(_) => {
+                self.router.register(session, ctx.peer.clone());
+                Ok(ServerResult::InitializeResult(self.info.clone()))
+            }
+            ClientRequest::PingRequest(_) => Ok(ServerResult::empty(())),
+            ClientRequest::ListToolsRequest(_) => {
+                let tools = self.list(ListKind::Tools, false, &ctx, session).await?;
+                typed(json!({ "tools": tools }), ServerResult::ListToolsResult)
+            }
+            ClientRequest::ListPromptsRequest(_) => {
+                let prompts = self.list(ListKind::Prompts, false, &ctx, session).await?;
+                typed(
+                    json!({ "prompts": prompts }),
+                    ServerResult::ListPromptsResult,
+                )
+            }
+            ClientRequest::ListResourcesRequest(_) => {
+                let resources = self.list(ListKind::Resources, false, &ctx, session).await?;
+                typed(
+                    json!({ "resources": resources }),
+                    ServerResult::ListResourcesResult,
+                )
+            }
+            ClientRequest::ListResourceTemplatesRequest(_) => {
+                let templates = self.list(ListKind::Resources, true, &ctx, session).await?;
+                typed(
+                    json!({ "resourceTemplates": templates }),
+                    ServerResult::ListResourceTemplatesResult,
+                )
+            }
+            ClientRequest::CallToolRequest(mut r) => {
+                let exposed = r.params.name.to_string();
+                let route = self
+                    .route(Channel::ToolDefinition, &exposed, &ctx, session)
+                    .await?;
+                let server = self.upstreams[route.upstream].name().to_string();
+                let args = r
+                    .params
+                    .arguments
+                    .clone()
+                    .map(Value::Object)
+                    .unwrap_or(Value::Object(Map::new()));
+                let egress = self
+                    .inspector
+                    .arguments(&server, &route.name, &args)
+                    .await
+                    .map_err(internal)?;
+                if !egress.forward {
+                    return Ok(ServerResult::CallToolResult(withheld_result(&egress)));
+                }
+                r.params.name = route.name.clone().into();
+                let result = self
+                    .forward(
+                        route.upstream,
+                        ClientRequest::CallToolRequest(r),
+                        &ctx,
+                        session,
+                    )
+                    .await?;
+                self.inspected(
+                    Channel::ToolResult,
+                    route.upstream,
+                    Some(&route.name),
+                    result,
+                )
+                .await
+            }
+            ClientRequest::GetPromptRequest(mut r) => {
+                let exposed = r.params.name.to_string();
+                let route = self.route(Channel::Prompt, &exposed, &ctx, session).await?;
+                r.params.name = route.name.clone();
+                let result = self
+                    .forward(
+                        route.upstream,
+                        ClientRequest::GetPromptRequest(r),
+                        &ctx,
+                        session,
+                    )
+                    .await?;
+                self.inspected(Channel::Prompt, route.upstream, Some(&route.name), result)
+                    .await
+            }
+            ClientRequest::ReadResourceRequest(r) => {
+                let uri = r.params.uri.clone();
+                let i = self.resource_route(&uri, &ctx, session).await?;
+                let result = self
+                    .forward(i, ClientRequest::ReadResourceRequest(r), &ctx, session)
+                    .await?;
+                self.inspected(Channel::Resource, i, None, result).await
+            }
+            ClientRequest::SubscribeRequest(r) => {
+                let i = self
+                    .resource_route(&r.params.uri.clone(), &ctx, session)
+                    .await?;
+                self.forward(i, ClientRequest::SubscribeRequest(r), &ctx, session)
+                    .await
+            }
+            ClientRequest::UnsubscribeRequest(r) => {
+                let i = self
+                    .resource_route(&r.params.uri.clone(), &ctx, session)
+                    .await?;
+                self.forward(i, ClientRequest::UnsubscribeRequest(r), &ctx, session)
+                    .await
+            }
+            ClientRequest::SetLevelRequest(r) => {
+                // Every upstream logs at the level the client asked for.
+                for i in 0..self.upstreams.len() {
+                    if self.upstreams[i].info.capabilities.logging.is_some() {
+                        self.forward(i, ClientRequest::SetLevelRequest(r.clone()), &ctx, session)
+                            .await?;
+                    }
+                }
+                Ok(ServerResult::empty(()))
+            }
+            other if self.upstreams.len() == 1 => {
+                // Completion and anything newer: relayed to the one upstream, and
+                // the answer walked string by string like any result.
+                let result = self.forward(0, other, &ctx, session).await?;
+                self.inspected(Channel::ToolResult, 0, None, result).await
+            }
+            other => Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "portcullis: {} is not routed when several servers are fronted",
+                    other.method()
+                ),
+                None,
+            )),
+        }
+    }
+}
+
+/// A downstream session: the rmcp server-side service of one client connection.
+#[derive(Clone)]
+pub struct Session {
+    gw: Arc<Gateway>,
+    id: u64,
+}
+
+impl Session {
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+impl Session {
+    /// Every handler method funnels into [`Gateway::handle`] with the request
+    /// rebuilt from its method and params: one path for all of them.
+    async fn call(
+        &self,
+        method: &str,
+        params: impl serde::Serialize,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, McpError> {
+        self.gw.router.register(self.id, ctx.peer.clone());
+        let mut v = json!({ "method": method });
+        let p = to_value(&params)?;
+        if !p.is_null() {
+            v["params"] = p;
+        }
+        let request: ClientRequest = serde_json::from_value(v).map_err(internal)?;
+        self.gw.handle(request, ctx, self.id).await
+    }
+}
+
+fn unexpected(r: ServerResult) -> McpError {
+    McpError::internal_error(
+        format!(
+            "portcullis: unexpected result kind {}",
+            crate::upstream::result_name(&r)
+        ),
+        None,
+    )
+}
+
+impl ServerHandler for Session {
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        self.gw.router.register(self.id, context.peer.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        match self.call("tools/list", request, context).await? {
+            ServerResult::ListToolsResult(r) => Ok(r),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        match self.call("tools/call", request, context).await? {
+            ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
+            ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
+            ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        match self.call("prompts/list", request, context).await? {
+            ServerResult::ListPromptsResult(r) => Ok(r),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        match self.call("prompts/get", request, context).await? {
+            ServerResult::GetPromptResult(r) => Ok(GetPromptResponse::Complete(r)),
+            ServerResult::InputRequiredResult(r) => Ok(GetPromptResponse::InputRequired(r)),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        match self.call("resources/list", request, context).await? {
+            ServerResult::ListResourcesResult(r) => Ok(r),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        match self
+            .call("resources/templates/list", request, context)
+            .await?
+        {
+            ServerResult::ListResourceTemplatesResult(r) => Ok(r),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        match self.call("resources/read", request, context).await? {
+            ServerResult::ReadResourceResult(r) => Ok(ReadResourceResponse::Complete(r)),
+            ServerResult::InputRequiredResult(r) => Ok(ReadResourceResponse::InputRequired(r)),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.call("resources/subscribe", request, context)
+            .await
+            .map(|_| ())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.call("resources/unsubscribe", request, context)
+            .await
+            .map(|_| ())
+    }
+
+    #[allow(deprecated)] // logging is deprecated by SEP-2577 but clients still use it
+    async fn set_level(
+        &self,
+        #[allow(deprecated)] request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.call("logging/setLevel", request, context)
+            .await
+            .map(|_| ())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        match self.call("completion/complete", request, context).await? {
+            ServerResult::CompleteResult(r) => Ok(r),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        self.gw.router.register(self.id, context.peer.clone());
+        match self
+            .gw
+            .handle(ClientRequest::CustomRequest(request), context, self.id)
+            .await?
+        {
+            ServerResult::CustomResult(r) => Ok(r),
+            other => to_value(&other).map(CustomResult::new),
+        }
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        for up in &self.gw.upstreams {
+            if let Ok(peer) = up.peer().await {
+                let _ = peer.notify_roots_list_changed().await;
+            }
+        }
+    }
+
+    fn get_info(&self) -> InitializeResult {
+        self.gw.info.clone()
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&crate::MAX_PROTOCOL))
+    }
+}
+
+/// The gateway's own `initialize` answer: the union of the upstreams' capabilities
+/// and their inspected instructions (withheld ones are left out and logged).
+async fn merged_info(
+    config: &GatewayConfig,
+    inspector: &Inspector,
+    upstreams: &[Arc<Upstream>],
+) -> Result<InitializeResult, GatewayError> {
+    let mut caps = ServerCapabilities::default();
+    let mut parts = Vec::new();
+    for up in upstreams {
+        let c = &up.info.capabilities;
+        if c.tools.is_some() {
+            let mut t = rmcp::model::ToolsCapability::default();
+            t.list_changed = Some(true);
+            caps.tools = Some(t);
+        }
+        if c.prompts.is_some() {
+            let mut p = rmcp::model::PromptsCapability::default();
+            p.list_changed = Some(true);
+            caps.prompts = Some(p);
+        }
+        if let Some(r) = &c.resources {
+            let mut rc = caps.resources.clone().unwrap_or_default();
+            rc.list_changed = Some(true);
+            rc.subscribe = Some(rc.subscribe.unwrap_or(false) || r.subscribe.unwrap_or(false));
+            caps.resources = Some(rc);
+        }
+        if c.logging.is_some() {
+            caps.logging = c.logging.clone();
+        }
+        if c.completions.is_some() && upstreams.len() == 1 {
+            caps.completions = c.completions.clone();
+        }
+        if let Some(text) = &up.info.instructions {
+            let (kept, record) = inspector.instructions(up.name(), text).await?;
+            match kept {
+                Some(t) if config.namespaced() => parts.push(format!("[{}] {t}", up.name())),
+                Some(t) => parts.push(t),
+                None => {
+                    tracing::warn!(server = up.name(), record = %record.id, "instructions withheld")
+                }
+            }
+        }
+    }
+    let mut info = InitializeResult::new(caps);
+    info.protocol_version = crate::MAX_PROTOCOL;
+    info.server_info = match (upstreams, config.namespaced()) {
+        ([one], false) => one
+            .info
+            .server_info
+            .clone()
+            .unwrap_or_else(|| Implementation::new("portcullis", env!("CARGO_PKG_VERSION"))),
+        _ => Implementation::new("portcullis", env!("CARGO_PKG_VERSION")),
+    };
+    info.instructions = (!parts.is_empty()).then(|| parts.join("\n\n"));
+    Ok(info)
+}
+
+fn declares(c: &ServerCapabilities, kind: ListKind) -> bool {
+    match kind {
+        ListKind::Tools => c.tools.is_some(),
+        ListKind::Prompts => c.prompts.is_some(),
+        ListKind::Resources => c.resources.is_some(),
+    }
+}
+
+fn list_method(kind: ListKind, templates: bool) -> (&'static str, &'static str) {
+    match (kind, templates) {
+        (ListKind::Tools, _) => ("tools/list", "tools"),
+        (ListKind::Prompts, _) => ("prompts/list", "prompts"),
+        (ListKind::Resources, false) => ("resources/list", "resources"),
+        (ListKind::Resources, true) => ("resources/templates/list", "resourceTemplates"),
+    }
+}
+
+fn entry_ident(kind: ListKind, templates: bool, v: &Value) -> String {
+    let key = match (kind, templates) {
+        (ListKind::Resources, false) => "uri",
+        (ListKind::Resources, true) => "uriTemplate",
+        _ => "name",
+    };
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The client's request metadata minus what rmcp sets itself (the progress token
+/// is replaced by one per upstream request; protocol keys are per connection).
+fn passthrough_meta(meta: &RequestMetaObject) -> Option<RequestMetaObject> {
+    let mut m = meta.clone();
+    m.0.remove("progressToken");
+    m.0.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
+    (!m.0.is_empty()).then_some(m)
+}
+
+fn withheld_result(out: &Outcome) -> CallToolResult {
+    let mut r = CallToolResult::error(vec![ContentBlock::text(out.withheld_message())]);
+    r.structured_content = None;
+    r
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, McpError> {
+    serde_json::to_value(v).map_err(internal)
+}
+
+fn typed<T: serde::de::DeserializeOwned>(
+    v: Value,
+    wrap: fn(T) -> ServerResult,
+) -> Result<ServerResult, McpError> {
+    serde_json::from_value::<T>(v).map(wrap).map_err(internal)
+}
+
+/// Back from JSON into the variant the result came as.
+fn retype(original: &ServerResult, v: Value) -> Result<ServerResult, McpError> {
+    match original {
+        ServerResult::CallToolResult(_) => typed(v, ServerResult::CallToolResult),
+        ServerResult::ReadResourceResult(_) => typed(v, ServerResult::ReadResourceResult),
+        ServerResult::GetPromptResult(_) => typed(v, ServerResult::GetPromptResult),
+        ServerResult::CompleteResult(_) => typed(v, ServerResult::CompleteResult),
+        ServerResult::EmptyResult(_) => typed(v, ServerResult::EmptyResult),
+        ServerResult::CustomResult(_) => typed(v, ServerResult::CustomResult),
+        _ => serde_json::from_value::<ServerResult>(v).map_err(internal),
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> McpError {
+    McpError::internal_error(format!("portcullis: {e}"), None)
+}
+
+fn service_error(server: &str, e: ServiceError) -> McpError {
+    match e {
+        ServiceError::McpError(e) => e,
+        ServiceError::Timeout { timeout } => McpError::internal_error(
+            format!("portcullis: upstream {server} did not answer within {timeout:?}"),
+            None,
+        ),
+        other => McpError::internal_error(format!("portcullis: upstream {server}: {other}"), None),
+    }
+}

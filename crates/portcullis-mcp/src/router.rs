@@ -1,0 +1,317 @@
+//! Routing between downstream sessions and upstream connections: which client
+//! session a server's own request or progress belongs to, and what happens to the
+//! notifications an upstream sends.
+//!
+//! Upstream connections are shared by all downstream sessions. A server's request
+//! (sampling, elicitation, roots) goes to the session whose call to that server is
+//! in flight (the most recent one), else to the most recently active session.
+
+use crate::inspect::Inspector;
+use portcullis_core::Channel;
+use rmcp::model::{
+    ClientResult, ErrorCode, ErrorData as McpError, ProgressNotification,
+    ProgressNotificationParam, ProgressToken, ServerNotification, ServerRequest,
+};
+use rmcp::service::{Peer, RoleServer};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+/// JSON-RPC error code of a message the gateway withheld (held or blocked).
+pub const WITHHELD: ErrorCode = ErrorCode(-32050);
+
+/// What kind of list an upstream said has changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListKind {
+    Tools,
+    Prompts,
+    Resources,
+}
+
+#[derive(Default)]
+struct State {
+    sessions: HashMap<u64, Peer<RoleServer>>,
+    /// Sessions with a request in flight, per upstream, oldest first.
+    inflight: HashMap<String, Vec<u64>>,
+    /// Upstream progress token → (session, the token the client gave).
+    progress: HashMap<ProgressToken, (u64, ProgressToken)>,
+    last_active: Option<u64>,
+}
+
+pub struct Router {
+    state: Mutex<State>,
+    next_session: AtomicU64,
+    inspector: Arc<Inspector>,
+    relist: tokio::sync::mpsc::UnboundedSender<(String, ListKind)>,
+}
+
+impl std::fmt::Debug for Router {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Router").finish_non_exhaustive()
+    }
+}
+
+/// Removes a request from the in-flight table when the call ends, however it ends.
+pub struct InFlight {
+    router: Arc<Router>,
+    server: String,
+    session: u64,
+    token: Option<ProgressToken>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut st = self.router.lock();
+        if let Some(v) = st.inflight.get_mut(&self.server) {
+            if let Some(i) = v.iter().rposition(|s| *s == self.session) {
+                v.remove(i);
+            }
+        }
+        if let Some(t) = &self.token {
+            st.progress.remove(t);
+        }
+    }
+}
+
+impl Router {
+    pub fn new(
+        inspector: Arc<Inspector>,
+        relist: tokio::sync::mpsc::UnboundedSender<(String, ListKind)>,
+    ) -> Router {
+        Router {
+            state: Mutex::new(State::default()),
+            next_session: AtomicU64::new(1),
+            inspector,
+            relist,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding this lock leaves plain maps behind; keep serving.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn new_session_id(&self) -> u64 {
+        self.next_session.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn register(&self, session: u64, peer: Peer<RoleServer>) {
+        let mut st = self.lock();
+        st.sessions.insert(session, peer);
+        st.last_active = Some(session);
+    }
+
+    pub fn unregister(&self, session: u64) {
+        let mut st = self.lock();
+        st.sessions.remove(&session);
+        if st.last_active == Some(session) {
+            st.last_active = None;
+        }
+    }
+
+    /// Note a request of `session` to `server`; `upstream_token` is the progress
+    /// token the upstream will use, `client_token` the one the client gave.
+    pub fn begin(
+        self: &Arc<Self>,
+        session: u64,
+        server: &str,
+        upstream_token: Option<ProgressToken>,
+        client_token: Option<ProgressToken>,
+    ) -> InFlight {
+        let mut st = self.lock();
+        st.inflight
+            .entry(server.to_string())
+            .or_default()
+            .push(session);
+        st.last_active = Some(session);
+        let token = match (upstream_token, client_token) {
+            (Some(up), Some(client)) => {
+                st.progress.insert(up.clone(), (session, client));
+                Some(up)
+            }
+            _ => None,
+        };
+        InFlight {
+            router: self.clone(),
+            server: server.to_string(),
+            session,
+            token,
+        }
+    }
+
+    fn session_for(&self, server: &str) -> Option<Peer<RoleServer>> {
+        let st = self.lock();
+        let id = st
+            .inflight
+            .get(server)
+            .and_then(|v| v.last().copied())
+            .or(st.last_active)?;
+        st.sessions.get(&id).cloned()
+    }
+
+    fn sessions(&self) -> Vec<Peer<RoleServer>> {
+        self.lock().sessions.values().cloned().collect()
+    }
+
+    /// A request from an upstream (sampling, elicitation, roots, custom): inspected
+    /// toward the model or user, relayed to the session it belongs to, and the
+    /// client's answer inspected as egress before it goes back to the server.
+    pub async fn server_request(
+        &self,
+        server: &str,
+        request: ServerRequest,
+        ct: CancellationToken,
+    ) -> Result<ClientResult, McpError> {
+        let Some(peer) = self.session_for(server) else {
+            return Err(McpError::internal_error(
+                "portcullis: no client session to relay this request to",
+                None,
+            ));
+        };
+        // Relay only what the client declared it can answer.
+        let caps = peer.peer_info().map(|i| i.capabilities.clone());
+        let declared = match &request {
+            ServerRequest::CreateMessageRequest(_) => {
+                caps.as_ref().is_some_and(|c| c.sampling.is_some())
+            }
+            ServerRequest::ElicitRequest(_) => {
+                caps.as_ref().is_some_and(|c| c.elicitation.is_some())
+            }
+            ServerRequest::ListRootsRequest(_) => caps.as_ref().is_some_and(|c| c.roots.is_some()),
+            _ => true,
+        };
+        if !declared {
+            return Err(McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "portcullis: the client did not declare this capability",
+                None,
+            ));
+        }
+        let inspect = !matches!(request, ServerRequest::ListRootsRequest(_));
+        let request = if inspect {
+            let mut v = serde_json::to_value(&request)
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            let out = self
+                .inspector
+                .message(Channel::SamplingRequest, server, None, &mut v)
+                .await
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            if !out.forward {
+                return Err(withheld_error(&out));
+            }
+            serde_json::from_value::<ServerRequest>(v)
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?
+        } else {
+            request
+        };
+        let answer = tokio::select! {
+            r = peer.send_request(request) => r.map_err(|e| McpError::internal_error(
+                format!("portcullis: relaying to the client failed: {e}"), None))?,
+            _ = ct.cancelled() => return Err(McpError::internal_error("cancelled by the server", None)),
+        };
+        if inspect {
+            // What the client (its model or user) answers goes to the server:
+            // the egress guard reads it like tool-call arguments.
+            let v = serde_json::to_value(&answer)
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            let out = self
+                .inspector
+                .message(Channel::ToolArguments, server, None, &mut v.clone())
+                .await
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            if out.record.status != portcullis_core::Status::Allow {
+                return Err(withheld_error(&out));
+            }
+        }
+        Ok(answer)
+    }
+
+    /// A notification from an upstream.
+    pub async fn server_notification(&self, server: &str, notification: ServerNotification) {
+        match notification {
+            ServerNotification::ProgressNotification(p) => {
+                let target = {
+                    let st = self.lock();
+                    st.progress
+                        .get(&p.params.progress_token)
+                        .and_then(|(s, t)| st.sessions.get(s).map(|peer| (peer.clone(), t.clone())))
+                };
+                if let Some((peer, token)) = target {
+                    let ProgressNotificationParam {
+                        progress,
+                        total,
+                        message,
+                        ..
+                    } = p.params;
+                    let mut param = ProgressNotificationParam::new(token, progress);
+                    param.total = total;
+                    param.message = message;
+                    let _ = peer
+                        .send_notification(ServerNotification::ProgressNotification(
+                            ProgressNotification::new(param),
+                        ))
+                        .await;
+                }
+            }
+            ServerNotification::CancelledNotification(_) => {
+                // rmcp cancels the matching request of ours; nothing to relay.
+            }
+            ServerNotification::ToolListChangedNotification(_) => {
+                let _ = self.relist.send((server.to_string(), ListKind::Tools));
+            }
+            ServerNotification::PromptListChangedNotification(_) => {
+                let _ = self.relist.send((server.to_string(), ListKind::Prompts));
+            }
+            ServerNotification::ResourceListChangedNotification(_) => {
+                let _ = self.relist.send((server.to_string(), ListKind::Resources));
+            }
+            other => {
+                // Logging, resource updates and anything newer: relayed to every
+                // session (they carry no text toward the model's context window
+                // beyond what list/read calls inspect).
+                for peer in self.sessions() {
+                    let _ = peer.send_notification(other.clone()).await;
+                }
+            }
+        }
+    }
+
+    /// Tell every session that a list changed (after the gateway re-listed it).
+    pub async fn notify_list_changed(&self, kind: ListKind) {
+        for peer in self.sessions() {
+            let r = match kind {
+                ListKind::Tools => peer.notify_tool_list_changed().await,
+                ListKind::Prompts => peer.notify_prompt_list_changed().await,
+                ListKind::Resources => peer.notify_resource_list_changed().await,
+            };
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "list_changed not delivered");
+            }
+        }
+    }
+}
+
+/// The JSON-RPC error a client (or server) gets for a withheld message.
+pub fn withheld_error(out: &crate::inspect::Outcome) -> McpError {
+    McpError::new(
+        WITHHELD,
+        out.withheld_message(),
+        Some(json!({
+            "record_id": out.record.id,
+            "status": out.record.status.as_str(),
+            "channel": out.record.channel.as_str(),
+        })),
+    )
+}
+
+/// A progress token from the client's request metadata, if any.
+pub fn client_progress_token(meta: &rmcp::model::RequestMetaObject) -> Option<ProgressToken> {
+    meta.get_progress_token()
+}
+
+/// A JSON value's progress token (for tests).
+pub fn token_of(v: &Value) -> Option<ProgressToken> {
+    serde_json::from_value(v.clone()).ok()
+}

@@ -1,0 +1,140 @@
+//! The gateway's listeners: one client over this process's stdio, and many over
+//! Streamable HTTP (loopback by default, Host and Origin checked, optional bearer
+//! token).
+
+use crate::config::GatewayConfig;
+use crate::gateway::Gateway;
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::ServiceExt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("stdio session: {0}")]
+    Stdio(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("HTTP listener: {0}")]
+    Http(std::io::Error),
+    #[error("bearer token: environment variable {0} is not set or empty")]
+    Token(String),
+}
+
+/// Serve one client over stdin/stdout until it disconnects.
+pub async fn serve_stdio(gw: Arc<Gateway>) -> Result<(), ServeError> {
+    let session = gw.session();
+    let id = session.id();
+    let running = session
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| ServeError::Stdio(e.to_string()))?;
+    let _ = running.waiting().await;
+    gw.router().unregister(id);
+    Ok(())
+}
+
+/// A bound HTTP listener, ready to serve.
+pub struct HttpListener {
+    pub addr: SocketAddr,
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+}
+
+/// Bind the Streamable HTTP endpoint (does not serve yet, so the caller can print
+/// the address first).
+pub async fn bind_http(
+    gw: Arc<Gateway>,
+    config: &GatewayConfig,
+    listen: &str,
+    ct: CancellationToken,
+) -> Result<HttpListener, ServeError> {
+    let mut http = StreamableHttpServerConfig::default().with_cancellation_token(ct);
+    if !config.allowed_hosts.is_empty() {
+        http = http.with_allowed_hosts(config.allowed_hosts.clone());
+    }
+    // Browsers send Origin; a page on another site must not reach a local
+    // gateway (DNS rebinding). Loopback origins only, unless configured.
+    let origins = if config.allowed_origins.is_empty() {
+        vec![
+            "http://localhost:*".to_string(),
+            "http://127.0.0.1:*".to_string(),
+            "http://[::1]:*".to_string(),
+        ]
+    } else {
+        config.allowed_origins.clone()
+    };
+    http = http
+        .with_allowed_origins(origins)
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(config.max_message_bytes);
+    let factory_gw = gw.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(factory_gw.session()),
+        Arc::new(LocalSessionManager::default()),
+        http,
+    );
+    let mut app = axum::Router::new().nest_service(&config.http_path, service);
+    if let Some(var) = &config.bearer_token_env {
+        let token = std::env::var(var)
+            .ok()
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| ServeError::Token(var.clone()))?;
+        app = app.layer(axum::middleware::from_fn_with_state(
+            Arc::new(format!("Bearer {token}")),
+            require_bearer,
+        ));
+    }
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: listen.to_string(),
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(ServeError::Http)?;
+    Ok(HttpListener {
+        addr,
+        listener,
+        app,
+    })
+}
+
+impl HttpListener {
+    /// Serve until `ct` is cancelled.
+    pub async fn serve(self, ct: CancellationToken) -> Result<(), ServeError> {
+        axum::serve(self.listener, self.app)
+            .with_graceful_shutdown(async move { ct.cancelled_owned().await })
+            .await
+            .map_err(ServeError::Http)
+    }
+}
+
+async fn require_bearer(State(expected): State<Arc<String>>, req: Request, next: Next) -> Response {
+    let ok = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| constant_time_eq(v.as_bytes(), expected.as_bytes()));
+    if ok {
+        next.run(req).await
+    } else {
+        (
+            StatusCode::UNAUTHORIZED,
+            "portcullis: missing or wrong bearer token",
+        )
+            .into_response()
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

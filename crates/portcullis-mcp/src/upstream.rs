@@ -1,0 +1,301 @@
+//! The gateway as a client: one connection per upstream server (a stdio child or a
+//! Streamable HTTP endpoint), restarted when a child dies, and the handler for what
+//! an upstream sends on its own (sampling and elicitation requests, progress,
+//! list changes), which goes through the [`Router`] to a downstream session.
+
+use crate::config::ServerConfig;
+use crate::router::Router;
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ClientRequest, ClientResult, ErrorData as McpError,
+    Implementation, ServerNotification, ServerPeerInfo, ServerRequest, ServerResult,
+};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RunningService,
+    Service,
+};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Mutex;
+
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("upstream {server}: cannot start `{command}`: {source}")]
+    Spawn {
+        server: String,
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("upstream {server}: initialize failed: {message}")]
+    Initialize { server: String, message: String },
+    #[error("upstream {server}: bad configuration: {message}")]
+    Config { server: String, message: String },
+    #[error("upstream {server} is down ({restarts} restarts used): {message}")]
+    Down {
+        server: String,
+        restarts: u32,
+        message: String,
+    },
+}
+
+/// The client-side handler of one upstream connection.
+#[derive(Clone)]
+pub struct UpstreamHandler {
+    server: String,
+    router: Arc<Router>,
+}
+
+impl Service<RoleClient> for UpstreamHandler {
+    async fn handle_request(
+        &self,
+        request: ServerRequest,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ClientResult, McpError> {
+        match request {
+            ServerRequest::PingRequest(_) => Ok(ClientResult::empty(())),
+            other => {
+                self.router
+                    .server_request(&self.server, other, context.ct)
+                    .await
+            }
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: ServerNotification,
+        _context: NotificationContext<RoleClient>,
+    ) -> Result<(), McpError> {
+        self.router
+            .server_notification(&self.server, notification)
+            .await;
+        Ok(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        // The gateway relays sampling, elicitation and roots to the client that
+        // caused them; a client without the capability gets the upstream's
+        // request refused, never answered by the gateway itself.
+        let mut caps = ClientCapabilities::default();
+        caps.sampling = Some(Default::default());
+        caps.elicitation = Some(Default::default());
+        caps.roots = Some(Default::default());
+        let mut c = ClientConfig::new(
+            caps,
+            Implementation::new("portcullis-gateway", env!("CARGO_PKG_VERSION")),
+        );
+        c.protocol_version = crate::MAX_PROTOCOL;
+        c
+    }
+}
+
+struct Conn {
+    service: RunningService<RoleClient, UpstreamHandler>,
+}
+
+/// One upstream server, with its live connection.
+pub struct Upstream {
+    pub config: ServerConfig,
+    router: Arc<Router>,
+    conn: Mutex<Option<Conn>>,
+    restarts: AtomicU32,
+    max_line: usize,
+    /// What the server said at its first `initialize`.
+    pub info: ServerPeerInfo,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("name", &self.config.name)
+            .finish()
+    }
+}
+
+impl Upstream {
+    /// Start (or connect to) the server and initialize it.
+    pub async fn connect(
+        config: ServerConfig,
+        router: Arc<Router>,
+        max_message_bytes: usize,
+    ) -> Result<Upstream, UpstreamError> {
+        // Lines longer than the transport limit are dropped by rmcp; the gateway's
+        // own, smaller limit turns a large result into a clear error instead.
+        let max_line = max_message_bytes.saturating_mul(4).max(16 * 1024 * 1024);
+        let service = open(&config, &router, max_line).await?;
+        let info = service
+            .peer()
+            .peer_info()
+            .map(|i| (*i).clone())
+            .ok_or_else(|| UpstreamError::Initialize {
+                server: config.name.clone(),
+                message: "no initialize result".into(),
+            })?;
+        Ok(Upstream {
+            config,
+            router,
+            conn: Mutex::new(Some(Conn { service })),
+            restarts: AtomicU32::new(0),
+            max_line,
+            info,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// The live peer, restarting a dead stdio child within the restart budget.
+    pub async fn peer(&self) -> Result<Peer<RoleClient>, UpstreamError> {
+        let mut conn = self.conn.lock().await;
+        if let Some(c) = conn.as_ref() {
+            if !c.service.peer().is_transport_closed() {
+                return Ok(c.service.peer().clone());
+            }
+        }
+        let used = self.restarts.load(Ordering::Relaxed);
+        if used >= self.config.max_restarts {
+            return Err(UpstreamError::Down {
+                server: self.config.name.clone(),
+                restarts: used,
+                message: "the connection closed and the restart budget is spent".into(),
+            });
+        }
+        self.restarts.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(server = %self.config.name, restart = used + 1, "upstream closed; restarting");
+        if let Some(old) = conn.take() {
+            let _ = old.service.cancel().await;
+        }
+        let service = open(&self.config, &self.router, self.max_line).await?;
+        let peer = service.peer().clone();
+        *conn = Some(Conn { service });
+        Ok(peer)
+    }
+
+    /// Send one request and wait for its result under `timeout`.
+    pub async fn request(
+        &self,
+        request: ClientRequest,
+        options: PeerRequestOptions,
+    ) -> Result<rmcp::service::RequestHandle<RoleClient>, McpError> {
+        let peer = self
+            .peer()
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        peer.send_request_with_option(request, options)
+            .await
+            .map_err(|e| {
+                McpError::internal_error(format!("upstream {}: {e}", self.config.name), None)
+            })
+    }
+
+    /// Stop the connection (kills a stdio child).
+    pub async fn shutdown(&self) {
+        if let Some(c) = self.conn.lock().await.take() {
+            let _ = c.service.cancel().await;
+        }
+    }
+}
+
+async fn open(
+    config: &ServerConfig,
+    router: &Arc<Router>,
+    max_line: usize,
+) -> Result<RunningService<RoleClient, UpstreamHandler>, UpstreamError> {
+    let handler = UpstreamHandler {
+        server: config.name.clone(),
+        router: router.clone(),
+    };
+    let init = |e: &dyn std::fmt::Display| UpstreamError::Initialize {
+        server: config.name.clone(),
+        message: e.to_string(),
+    };
+    match (&config.command, &config.url) {
+        (Some(command), None) => {
+            let mut cmd = tokio::process::Command::new(command);
+            // Arguments are handed to the OS one by one, never re-joined.
+            cmd.args(&config.args)
+                .envs(&config.env)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::inherit())
+                .kill_on_drop(true);
+            if let Some(dir) = &config.cwd {
+                cmd.current_dir(dir);
+            }
+            let mut child = cmd.spawn().map_err(|source| UpstreamError::Spawn {
+                server: config.name.clone(),
+                command: command.clone(),
+                source,
+            })?;
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                return Err(init(&"child has no stdio pipes"));
+            };
+            let transport =
+                AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(max_line);
+            let service = rmcp::serve_client(handler, transport)
+                .await
+                .map_err(|e| init(&e))?;
+            // The child lives as long as the connection: reap it when it ends.
+            let name = config.name.clone();
+            tokio::spawn(async move {
+                match child.wait().await {
+                    Ok(status) => tracing::info!(server = %name, %status, "upstream exited"),
+                    Err(e) => tracing::warn!(server = %name, error = %e, "upstream wait failed"),
+                }
+            });
+            Ok(service)
+        }
+        (None, Some(url)) => {
+            let mut headers = std::collections::HashMap::new();
+            for (k, v) in &config.headers {
+                let name = http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| {
+                    UpstreamError::Config {
+                        server: config.name.clone(),
+                        message: format!("header name {k:?}: {e}"),
+                    }
+                })?;
+                let value = http::HeaderValue::from_str(v).map_err(|e| UpstreamError::Config {
+                    server: config.name.clone(),
+                    message: format!("header {k:?}: {e}"),
+                })?;
+                headers.insert(name, value);
+            }
+            let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            cfg.custom_headers = headers;
+            let transport = StreamableHttpClientTransport::from_config(cfg);
+            rmcp::serve_client(handler, transport)
+                .await
+                .map_err(|e| init(&e))
+        }
+        _ => Err(UpstreamError::Config {
+            server: config.name.clone(),
+            message: "needs exactly one of `command` or `url`".into(),
+        }),
+    }
+}
+
+/// Default per-request options toward an upstream.
+pub fn options(
+    timeout: Duration,
+    meta: Option<rmcp::model::RequestMetaObject>,
+) -> PeerRequestOptions {
+    let mut o = PeerRequestOptions::with_timeout(timeout);
+    o.meta = meta;
+    o
+}
+
+/// Whether a server result is of the expected variant (used by list drains).
+pub fn result_name(r: &ServerResult) -> &'static str {
+    match r {
+        ServerResult::ListToolsResult(_) => "tools/list",
+        ServerResult::ListPromptsResult(_) => "prompts/list",
+        ServerResult::ListResourcesResult(_) => "resources/list",
+        ServerResult::ListResourceTemplatesResult(_) => "resources/templates/list",
+        ServerResult::CallToolResult(_) => "tools/call",
+        _ => "other",
+    }
+}

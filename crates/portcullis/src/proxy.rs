@@ -1,0 +1,157 @@
+//! `portcullis proxy`: the gateway.
+
+use crate::DetectorArgs;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use portcullis_detect::Detector;
+use portcullis_mcp::config::GatewayConfig;
+use portcullis_mcp::serve;
+use portcullis_mcp::{AuditConfig, Gateway};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Args)]
+pub struct ProxyArgs {
+    /// Gateway configuration (upstream servers, listeners, audit log; see
+    /// docs/gateway.md). Without it, give one stdio server after `--`.
+    #[arg(long = "config", value_name = "FILE")]
+    pub gateway: Option<PathBuf>,
+    /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8717) as well as, or
+    /// (with --no-stdio) instead of, stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Do not serve a client on stdin/stdout (HTTP only).
+    #[arg(long)]
+    pub no_stdio: bool,
+    /// The audit log (JSONL; SQLite index beside it). Default:
+    /// $PORTCULLIS_AUDIT_LOG, else ~/.local/state/portcullis/audit.jsonl.
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+    /// Do not fsync the audit log before forwarding (faster; a machine crash can
+    /// lose the last records).
+    #[arg(long)]
+    pub no_fsync: bool,
+    /// Detector configuration (as `scan --config`); overrides the gateway file's
+    /// `detector`. Default: the balanced preset.
+    #[arg(long, value_name = "FILE")]
+    pub detector: Option<PathBuf>,
+    /// Preset when no detector configuration is given.
+    #[arg(long, value_name = "NAME", conflicts_with = "detector")]
+    pub preset: Option<portcullis_core::Preset>,
+    /// Load rules from this directory instead of the embedded rules.
+    #[arg(long, value_name = "DIR")]
+    pub rules: Option<PathBuf>,
+    /// The upstream server's command and arguments (passed as given).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+fn default_audit_log() -> PathBuf {
+    if let Some(p) = std::env::var_os("PORTCULLIS_AUDIT_LOG").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(home) => PathBuf::from(home).join(".local/state/portcullis/audit.jsonl"),
+        None => PathBuf::from("portcullis-audit.jsonl"),
+    }
+}
+
+fn gateway_config(args: &ProxyArgs) -> Result<GatewayConfig> {
+    let mut cfg = match (&args.gateway, args.command.split_first()) {
+        (Some(_), Some(_)) => bail!("give either --config FILE or `-- COMMAND ARGS…`, not both"),
+        (None, None) => bail!("nothing to front: give --config FILE or `-- COMMAND ARGS…`"),
+        (Some(path), None) => GatewayConfig::load(path)
+            .with_context(|| format!("loading gateway configuration {}", path.display()))?,
+        (None, Some((cmd, rest))) => {
+            GatewayConfig::single_stdio(cmd, rest, AuditConfig::at(default_audit_log()))
+        }
+    };
+    if let Some(log) = &args.audit_log {
+        cfg.audit.log = log.clone();
+        cfg.audit.index = None;
+    }
+    if args.no_fsync {
+        cfg.audit.fsync = false;
+    }
+    if let Some(l) = &args.listen {
+        cfg.listen = Some(l.clone());
+    }
+    if args.no_stdio {
+        cfg.stdio = false;
+    }
+    cfg.validate().context("gateway configuration")?;
+    Ok(cfg)
+}
+
+fn detector(args: &ProxyArgs, cfg: &GatewayConfig) -> Result<Detector> {
+    DetectorArgs {
+        config: args.detector.clone().or_else(|| cfg.detector.clone()),
+        preset: args.preset,
+        rules: args.rules.clone(),
+        lexical: false,
+        no_lexical: false,
+    }
+    .load()
+}
+
+pub fn run(args: ProxyArgs) -> Result<ExitCode> {
+    let cfg = gateway_config(&args)?;
+    let detector = detector(&args, &cfg)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(async move {
+        let gw = Gateway::start(cfg.clone(), detector)
+            .await
+            .context("starting the gateway")?;
+        tracing::info!(audit = %cfg.audit.log.display(), "gateway ready");
+        let ct = CancellationToken::new();
+        let mut tasks = tokio::task::JoinSet::new();
+        if let Some(listen) = &cfg.listen {
+            let http = serve::bind_http(gw.clone(), &cfg, listen, ct.child_token())
+                .await
+                .context("HTTP listener")?;
+            // Tests and scripts read this line to find a port chosen by the OS.
+            eprintln!(
+                "portcullis: listening on http://{}{}",
+                http.addr, cfg.http_path
+            );
+            let ct2 = ct.clone();
+            tasks.spawn(async move { http.serve(ct2).await.map_err(anyhow::Error::from) });
+        }
+        if cfg.stdio {
+            let gw2 = gw.clone();
+            let ct2 = ct.clone();
+            tasks.spawn(async move {
+                let r = serve::serve_stdio(gw2).await.map_err(anyhow::Error::from);
+                // The stdio client hung up: the gateway's job is done.
+                ct2.cancel();
+                r
+            });
+        }
+        let ctrl_c = ct.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                ctrl_c.cancel();
+            }
+        });
+        let mut result = Ok(());
+        while let Some(done) = tasks.join_next().await {
+            match done {
+                Ok(Err(e)) => {
+                    ct.cancel();
+                    result = Err(e);
+                }
+                Err(e) => {
+                    ct.cancel();
+                    result = Err(anyhow::anyhow!("listener task failed: {e}"));
+                }
+                Ok(Ok(())) => {}
+            }
+        }
+        gw.shutdown().await;
+        result.map(|_| ExitCode::SUCCESS)
+    })
+}
