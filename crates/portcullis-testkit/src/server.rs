@@ -282,7 +282,7 @@ impl TestServer {
         if self.faults() {
             tools.push(json!({
                 "name": "hang",
-                "description": "Never answers (until the request is cancelled).",
+                "description": "Never answers.",
                 "inputSchema": object_schema(json!({}), &[])
             }));
             tools.push(json!({
@@ -620,8 +620,9 @@ impl ServerHandler for TestServer {
                 inj::FAKE_EMAIL
             ))),
             "hang" => {
-                context.ct.cancelled().await;
-                Err(McpError::internal_error("cancelled", None))
+                // Never answers, not even after a cancellation: the task ends only when
+                // the session (or the process) does.
+                std::future::pending().await
             }
             "crash" => {
                 tracing::warn!("crash tool called: exiting with status 3");
