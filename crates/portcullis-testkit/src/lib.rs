@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod injections;
+pub mod interop;
 pub mod server;
 
 use std::net::SocketAddr;
