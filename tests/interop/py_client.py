@@ -34,7 +34,7 @@ import asyncio
 import json
 import sys
 import traceback
-from typing import Any
+from typing import Any, NoReturn
 
 import mcp_types as types
 from mcp import Client
@@ -74,25 +74,48 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     ns = p.parse_args(argv)
     if ns.stdio and not command:
         p.error("--stdio needs a command after `--`")
+    if ns.calls:
+        try:
+            ns.calls = json.loads(ns.calls)
+        except json.JSONDecodeError as e:
+            usage_error(f"--calls: invalid JSON: {e}")
+        if not isinstance(ns.calls, list) or not all(isinstance(c, dict) and isinstance(c.get("tool"), str) for c in ns.calls):
+            usage_error('--calls must be a JSON list of {"tool": NAME, "args": {...}}')
     return ns, command
+
+
+def usage_error(message: str) -> NoReturn:
+    print(f"py_client.py: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def pair_options(names: list[str], values: list[str], raw: list[str], name_flag: str, value_flag: str) -> list[tuple[str, dict]]:
     """Pairs each --call/--prompt with the --args/--prompt-args that follows it on the command line."""
     out: list[tuple[str, dict]] = []
     current: list[Any] | None = None
-    for i, tok in enumerate(raw):
-        if tok == name_flag and i + 1 < len(raw):
-            current = [raw[i + 1], {}]
+    # Normalize `--flag=value` to `--flag value` so both spellings pair the same way.
+    tokens: list[str] = []
+    for tok in raw:
+        if tok.startswith((name_flag + "=", value_flag + "=")):
+            tokens.extend(tok.split("=", 1))
+        else:
+            tokens.append(tok)
+    for i, tok in enumerate(tokens):
+        if tok == name_flag and i + 1 < len(tokens):
+            current = [tokens[i + 1], {}]
             out.append(current)  # type: ignore[arg-type]
-        elif tok == value_flag and i + 1 < len(raw):
+        elif tok == value_flag and i + 1 < len(tokens):
             if current is None:
-                raise SystemExit(f"{value_flag} must follow a {name_flag}")
-            value = json.loads(raw[i + 1])
+                usage_error(f"{value_flag} must follow a {name_flag}")
+            try:
+                value = json.loads(tokens[i + 1])
+            except json.JSONDecodeError as e:
+                usage_error(f"{value_flag}: invalid JSON: {e}")
             if not isinstance(value, dict):
-                raise SystemExit(f"{value_flag} must be a JSON object")
+                usage_error(f"{value_flag} must be a JSON object")
             current[1] = value
-    assert len(out) == len(names), "argument pairing mismatch"
+    if len(out) != len(names):
+        usage_error(f"could not pair {name_flag} with {value_flag}")
     return [(n, a) for n, a in out]
 
 
@@ -127,7 +150,7 @@ async def run(ns: argparse.Namespace, command: list[str], raw: list[str]) -> tup
 
     calls = pair_options(ns.call, ns.args, raw, "--call", "--args")
     if ns.calls:
-        for c in json.loads(ns.calls):
+        for c in ns.calls:
             calls.append((c["tool"], c.get("args") or c.get("arguments") or {}))
     prompts = pair_options(ns.prompt, ns.prompt_args, raw, "--prompt", "--prompt-args")
 

@@ -61,7 +61,12 @@ function parseArgs(argv) {
         o.calls[o.calls.length - 1].args = json(a, next());
         break;
       }
-      case "--calls": for (const c of json(a, next())) o.calls.push({ tool: c.tool, args: c.args ?? c.arguments ?? {} }); break;
+      case "--calls": {
+        const list = json(a, next());
+        if (!Array.isArray(list) || !list.every((c) => c && typeof c.tool === "string")) usage('--calls must be a JSON list of {"tool": NAME, "args": {...}}');
+        for (const c of list) o.calls.push({ tool: c.tool, args: c.args ?? c.arguments ?? {} });
+        break;
+      }
       case "--read": o.reads.push(next()); break;
       case "--prompt": o.prompts.push({ name: next(), args: {} }); break;
       case "--prompt-args": {
