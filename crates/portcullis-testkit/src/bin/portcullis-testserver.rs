@@ -1,0 +1,81 @@
+//! `portcullis-testserver`: an MCP server with a benign or an attack profile, over stdio
+//! or Streamable HTTP. Logs go to stderr; in stdio mode stdout is the protocol.
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use clap::Parser;
+use portcullis_testkit::{HttpServer, Poison, Profile, ServerOptions, TransportKind};
+
+/// MCP test server for Portcullis: benign tools, poison on every channel, fault tools.
+#[derive(Debug, Parser)]
+#[command(name = "portcullis-testserver", version)]
+struct Args {
+    /// `stdio` or `http` (Streamable HTTP at path /mcp).
+    #[arg(long, default_value = "stdio")]
+    transport: TransportKind,
+    /// Address to listen on with `--transport http` (port 0 picks a free port; the bound
+    /// address is printed on stderr as `listening on http://ADDR/mcp`).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// `benign` or `attack`.
+    #[arg(long, default_value = "benign")]
+    profile: Profile,
+    /// Attacks of the attack profile, a comma list (default all): instructions,
+    /// description, schema, result, structured, error, resource, prompt, sampling,
+    /// elicitation, rugpull, secret.
+    #[arg(long, default_value = "all")]
+    poison: String,
+    /// List the fault tools (hang, crash, garbage, big, slow) in the benign profile too
+    /// (the attack profile always lists them).
+    #[arg(long)]
+    faults: bool,
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let args = Args::parse();
+    let poisons = Poison::parse_list(&args.poison).context("--poison")?;
+    let options = ServerOptions {
+        profile: args.profile,
+        poisons: if args.profile == Profile::Attack {
+            poisons
+        } else {
+            Default::default()
+        },
+        faults: args.faults || args.profile == Profile::Attack,
+        transport: args.transport,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("tokio runtime")?;
+    runtime.block_on(async move {
+        match args.transport {
+            TransportKind::Stdio => portcullis_testkit::serve_stdio(options)
+                .await
+                .context("stdio server"),
+            TransportKind::Http => {
+                let server = HttpServer::bind(options, args.listen)
+                    .await
+                    .with_context(|| format!("binding {}", args.listen))?;
+                eprintln!("listening on {}", server.url());
+                let cancel = server.cancel_token();
+                tokio::spawn(async move {
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        cancel.cancel();
+                    }
+                });
+                server.run().await.context("http server")
+            }
+        }
+    })
+}

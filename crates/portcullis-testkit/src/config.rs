@@ -1,0 +1,211 @@
+//! What a test server serves: its profile, the attacks switched on, the fault tools.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::str::FromStr;
+
+/// Errors in a test server's configuration.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("unknown profile `{0}` (expected `benign` or `attack`)")]
+    UnknownProfile(String),
+    #[error("unknown poison `{0}` (expected one of: {list})", list = Poison::NAMES.join(", "))]
+    UnknownPoison(String),
+    #[error("unknown transport `{0}` (expected `stdio` or `http`)")]
+    UnknownTransport(String),
+}
+
+/// The server's profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Profile {
+    /// Plain tools, resources and prompts; nothing hostile.
+    #[default]
+    Benign,
+    /// The benign surface plus poison on the selected channels, and the fault tools.
+    Attack,
+}
+
+impl FromStr for Profile {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "benign" => Ok(Self::Benign),
+            "attack" => Ok(Self::Attack),
+            other => Err(ConfigError::UnknownProfile(other.to_string())),
+        }
+    }
+}
+
+/// The transport a server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TransportKind {
+    #[default]
+    Stdio,
+    Http,
+}
+
+impl FromStr for TransportKind {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "stdio" => Ok(Self::Stdio),
+            "http" => Ok(Self::Http),
+            other => Err(ConfigError::UnknownTransport(other.to_string())),
+        }
+    }
+}
+
+/// One attack of the attack profile, each on its own channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Poison {
+    Instructions,
+    Description,
+    Schema,
+    Result,
+    Structured,
+    Error,
+    Resource,
+    Prompt,
+    Sampling,
+    Elicitation,
+    Rugpull,
+    Secret,
+}
+
+impl Poison {
+    pub const ALL: [Poison; 12] = [
+        Poison::Instructions,
+        Poison::Description,
+        Poison::Schema,
+        Poison::Result,
+        Poison::Structured,
+        Poison::Error,
+        Poison::Resource,
+        Poison::Prompt,
+        Poison::Sampling,
+        Poison::Elicitation,
+        Poison::Rugpull,
+        Poison::Secret,
+    ];
+    pub const NAMES: [&'static str; 12] = [
+        "instructions",
+        "description",
+        "schema",
+        "result",
+        "structured",
+        "error",
+        "resource",
+        "prompt",
+        "sampling",
+        "elicitation",
+        "rugpull",
+        "secret",
+    ];
+
+    pub fn name(self) -> &'static str {
+        let i = Self::ALL.iter().position(|p| *p == self).unwrap_or(0);
+        Self::NAMES[i]
+    }
+
+    /// Parses a comma list (`all` or empty selects every attack).
+    pub fn parse_list(s: &str) -> Result<BTreeSet<Poison>, ConfigError> {
+        let mut set = BTreeSet::new();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            if part == "all" {
+                set.extend(Self::ALL);
+            } else {
+                set.insert(part.parse()?);
+            }
+        }
+        if set.is_empty() {
+            set.extend(Self::ALL);
+        }
+        Ok(set)
+    }
+}
+
+impl FromStr for Poison {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::NAMES
+            .iter()
+            .position(|n| *n == s)
+            .map(|i| Self::ALL[i])
+            .ok_or_else(|| ConfigError::UnknownPoison(s.to_string()))
+    }
+}
+
+impl fmt::Display for Poison {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything that decides what a test server serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerOptions {
+    pub profile: Profile,
+    /// Attacks switched on; ignored (empty) in the benign profile.
+    pub poisons: BTreeSet<Poison>,
+    /// Whether the fault tools (`hang`, `crash`, `garbage`, `big`, `slow`) are listed.
+    pub faults: bool,
+    /// The transport; `garbage` is only offered on stdio.
+    pub transport: TransportKind,
+}
+
+impl ServerOptions {
+    pub fn benign() -> Self {
+        Self {
+            profile: Profile::Benign,
+            poisons: BTreeSet::new(),
+            faults: false,
+            transport: TransportKind::Stdio,
+        }
+    }
+
+    pub fn attack(poisons: BTreeSet<Poison>) -> Self {
+        Self {
+            profile: Profile::Attack,
+            poisons,
+            faults: true,
+            transport: TransportKind::Stdio,
+        }
+    }
+
+    pub fn has(&self, poison: Poison) -> bool {
+        self.profile == Profile::Attack && self.poisons.contains(&poison)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poison_list_parses_names_all_and_rejects_unknown() {
+        let two = Poison::parse_list("schema, rugpull").expect("valid list");
+        assert_eq!(
+            two.into_iter().collect::<Vec<_>>(),
+            vec![Poison::Schema, Poison::Rugpull]
+        );
+        assert_eq!(Poison::parse_list("all").expect("all").len(), 12);
+        assert_eq!(Poison::parse_list("").expect("empty").len(), 12);
+        assert_eq!(
+            Poison::parse_list("result,nope"),
+            Err(ConfigError::UnknownPoison("nope".into()))
+        );
+        for p in Poison::ALL {
+            assert_eq!(p.name().parse::<Poison>(), Ok(p));
+        }
+    }
+
+    #[test]
+    fn benign_profile_has_no_poison_even_if_listed() {
+        let mut o = ServerOptions::benign();
+        o.poisons.insert(Poison::Result);
+        assert!(!o.has(Poison::Result));
+        let a = ServerOptions::attack(Poison::parse_list("result").expect("list"));
+        assert!(a.has(Poison::Result));
+        assert!(!a.has(Poison::Schema));
+    }
+}

@@ -1,0 +1,98 @@
+//! Portcullis test kit: MCP test servers that the gateway's tests, demo and benchmark
+//! run on. The `portcullis-testserver` binary serves a [`server::TestServer`] over
+//! stdio or Streamable HTTP, with a benign or an attack profile (see
+//! [`config::Poison`] for the attacks and [`injections`] for their texts).
+
+pub mod config;
+pub mod injections;
+pub mod interop;
+pub mod server;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::ServiceExt;
+use tokio_util::sync::CancellationToken;
+
+pub use config::{ConfigError, Poison, Profile, ServerOptions, TransportKind};
+pub use server::{SharedState, TestServer};
+
+/// Errors of running a test server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("MCP session failed to start: {0}")]
+    Init(String),
+    #[error("MCP session ended with an error: {0}")]
+    Session(String),
+}
+
+/// Serves one MCP session over this process's stdin/stdout until the client leaves.
+pub async fn serve_stdio(options: ServerOptions) -> Result<(), ServeError> {
+    let server = TestServer::new(options);
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| ServeError::Init(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| ServeError::Session(e.to_string()))?;
+    Ok(())
+}
+
+/// A bound Streamable HTTP server, serving at `http://{addr}/mcp`.
+pub struct HttpServer {
+    pub addr: SocketAddr,
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    cancel: CancellationToken,
+}
+
+impl HttpServer {
+    /// Binds the listener (port 0 picks a free port); nothing is served until [`Self::run`].
+    pub async fn bind(options: ServerOptions, listen: SocketAddr) -> Result<Self, ServeError> {
+        let cancel = CancellationToken::new();
+        let state = Arc::new(SharedState::default());
+        let options = Arc::new(options);
+        let config =
+            StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
+        let service: StreamableHttpService<TestServer, LocalSessionManager> =
+            StreamableHttpService::new(
+                move || Ok(TestServer::with_state((*options).clone(), state.clone())),
+                Default::default(),
+                config,
+            );
+        let router = axum::Router::new().nest_service("/mcp", service);
+        let listener = tokio::net::TcpListener::bind(listen).await?;
+        let addr = listener.local_addr()?;
+        Ok(Self {
+            addr,
+            listener,
+            router,
+            cancel,
+        })
+    }
+
+    /// The URL clients connect to.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// A token that stops the server when cancelled.
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Serves until the cancel token is cancelled.
+    pub async fn run(self) -> Result<(), ServeError> {
+        let cancel = self.cancel.clone();
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(async move { cancel.cancelled_owned().await })
+            .await?;
+        Ok(())
+    }
+}
