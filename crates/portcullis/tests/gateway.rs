@@ -1,0 +1,407 @@
+//! The gateway with real parts: the `portcullis proxy` binary as a child process,
+//! the project's test server behind it (a real rmcp server over stdio or
+//! Streamable HTTP), and an rmcp client in front. Every attack channel of the test
+//! server is poisoned in turn; the tests check what reaches the client and what the
+//! audit log holds.
+
+// Sampling is deprecated by SEP-2577, but clients and servers still use it.
+#![allow(deprecated)]
+
+use portcullis_mcp::audit::{find_record, AuditConfig};
+use portcullis_testkit::injections as inj;
+use portcullis_testkit::interop::testserver_bin;
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ClientResult, CreateMessageResult,
+    ErrorData as McpError, Implementation, ReadResourceRequestParams, ServerNotification,
+    ServerRequest,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService, Service};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A client that answers sampling with a fixed reply and records what it got.
+#[derive(Clone, Default)]
+struct Recorder {
+    sampling: Arc<Mutex<Vec<Value>>>,
+    notifications: Arc<Mutex<Vec<String>>>,
+}
+
+impl Service<RoleClient> for Recorder {
+    async fn handle_request(
+        &self,
+        request: ServerRequest,
+        _ctx: RequestContext<RoleClient>,
+    ) -> Result<ClientResult, McpError> {
+        self.sampling
+            .lock()
+            .unwrap()
+            .push(serde_json::to_value(&request).unwrap());
+        match request {
+            ServerRequest::CreateMessageRequest(_) => {
+                let r: CreateMessageResult = serde_json::from_value(json!({
+                    "role": "assistant",
+                    "content": {"type": "text", "text": "a fixed sampling reply"},
+                    "model": "test-model"
+                }))
+                .unwrap();
+                Ok(ClientResult::CreateMessageResult(Box::new(r)))
+            }
+            _ => Err(McpError::invalid_request(
+                "not supported by the test client",
+                None,
+            )),
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        n: ServerNotification,
+        _ctx: NotificationContext<RoleClient>,
+    ) -> Result<(), McpError> {
+        let v = serde_json::to_value(&n).unwrap();
+        self.notifications
+            .lock()
+            .unwrap()
+            .push(v["method"].as_str().unwrap_or_default().to_string());
+        Ok(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut caps = ClientCapabilities::default();
+        caps.sampling = Some(Default::default());
+        ClientConfig::new(caps, Implementation::new("gateway-test", "1"))
+    }
+}
+
+struct Proxy {
+    client: RunningService<RoleClient, Recorder>,
+    recorder: Recorder,
+    audit: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn server() -> String {
+    testserver_bin()
+        .expect("the test server is built by `cargo test --workspace`")
+        .display()
+        .to_string()
+}
+
+/// `portcullis proxy --audit-log … -- portcullis-testserver ARGS` over stdio.
+async fn proxy(server_args: &[&str]) -> Proxy {
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let mut args = vec![
+        "--audit-log".to_string(),
+        audit.display().to_string(),
+        "--".to_string(),
+        server(),
+    ];
+    args.extend(server_args.iter().map(|s| s.to_string()));
+    proxy_with(&args, dir, audit).await
+}
+
+/// `portcullis proxy ARGS` over stdio, with an rmcp client in front.
+async fn proxy_with(args: &[String], dir: tempfile::TempDir, audit: PathBuf) -> Proxy {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_portcullis"));
+    cmd.arg("proxy")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().expect("spawn portcullis proxy");
+    let transport =
+        AsyncRwTransport::new_client(child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    tokio::spawn(async move {
+        let _ = child.wait().await;
+    });
+    let recorder = Recorder::default();
+    let client = recorder
+        .clone()
+        .serve(transport)
+        .await
+        .expect("initialize through the gateway");
+    Proxy {
+        client,
+        recorder,
+        audit,
+        _dir: dir,
+    }
+}
+
+fn records(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every log line is JSON"))
+        .collect()
+}
+
+fn record_id_in(text: &str) -> String {
+    let start = text.find("(record ").expect("names its record") + 8;
+    text[start..start + 36].to_string()
+}
+
+async fn call(p: &Proxy, tool: &str, args: Value) -> Result<Value, McpError> {
+    let mut params = CallToolRequestParams::new(tool.to_string());
+    params.arguments = args.as_object().cloned();
+    p.client
+        .peer()
+        .call_tool(params)
+        .await
+        .map(|r| serde_json::to_value(r).unwrap())
+        .map_err(|e| match e {
+            rmcp::service::ServiceError::McpError(e) => e,
+            other => McpError::internal_error(other.to_string(), None),
+        })
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn poisoned_metadata_never_reaches_the_client() {
+    let p = proxy(&["--profile", "attack"]).await;
+    let info = p.client.peer().peer_info().unwrap();
+    assert!(
+        info.instructions.is_none(),
+        "poisoned instructions were forwarded: {:?}",
+        info.instructions
+    );
+    let tools = p.client.peer().list_all_tools().await.unwrap();
+    let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    for benign in ["echo", "add", "read_note"] {
+        assert!(
+            names.contains(&benign.to_string()),
+            "{benign} missing: {names:?}"
+        );
+    }
+    // Description poison, nested schema poison (title, enum) and a poisoned
+    // property name are withheld.
+    for poisoned in ["weather_lookup", "file_search"] {
+        assert!(
+            !names.contains(&poisoned.to_string()),
+            "{poisoned} forwarded"
+        );
+    }
+    let everything = serde_json::to_string(&tools).unwrap();
+    for needle in [
+        inj::SCHEMA_ENUM,
+        inj::SCHEMA_PROPERTY_NAME,
+        "~/.aws/credentials",
+    ] {
+        assert!(
+            !everything.contains(needle),
+            "{needle:?} reached the client"
+        );
+    }
+    // A withheld tool cannot be called by name.
+    let err = call(&p, "weather_lookup", json!({"city": "Oslo"}))
+        .await
+        .expect_err("a withheld tool is refused");
+    assert_eq!(err.code.0, -32050, "{err:?}");
+    let id = err.data.as_ref().unwrap()["record_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Every decision is in the log, and the index finds the one the error names.
+    let log = records(&p.audit);
+    assert!(log
+        .iter()
+        .any(|r| r["channel"] == "server_instructions" && r["status"] == "BLOCK"));
+    let cfg = AuditConfig::at(&p.audit);
+    let rec = find_record(&cfg, &id).unwrap().expect("indexed");
+    assert_eq!(rec.tool.as_deref(), Some("weather_lookup"));
+    assert_ne!(rec.status, portcullis_core::Status::Allow);
+    // Benign calls pass unchanged.
+    let r = call(&p, "echo", json!({"text": "hello there"}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), "hello there");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn poisoned_results_resources_and_prompts_are_withheld_with_their_record() {
+    let p = proxy(&["--profile", "attack"]).await;
+    p.client.peer().list_all_tools().await.unwrap();
+    // A result-borne injection: a well-formed error result naming the record.
+    let r = call(&p, "fetch_page", json!({"url": "https://example.com"}))
+        .await
+        .unwrap();
+    assert_eq!(r["isError"], true);
+    let text = text_of(&r);
+    assert!(!text.contains("collector.example.com"), "{text}");
+    let id = record_id_in(&text);
+    let rec = find_record(&AuditConfig::at(&p.audit), &id)
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.channel, portcullis_core::Channel::ToolResult);
+    // Fake error text.
+    let r = call(&p, "deploy", json!({"env": "prod"})).await.unwrap();
+    assert!(text_of(&r).starts_with("portcullis:"), "{r}");
+    // A poisoned resource is refused with a JSON-RPC error naming the record.
+    let err = p
+        .client
+        .peer()
+        .read_resource(ReadResourceRequestParams::new("note://onboarding"))
+        .await
+        .expect_err("poisoned resource withheld");
+    assert!(err.to_string().contains("record"), "{err}");
+    let ok = p
+        .client
+        .peer()
+        .read_resource(ReadResourceRequestParams::new("note://readme"))
+        .await
+        .unwrap();
+    assert!(serde_json::to_string(&ok).unwrap().contains("text"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_injection_is_stopped_and_secrets_are_masked() {
+    let p = proxy(&["--profile", "attack"]).await;
+    p.client.peer().list_all_tools().await.unwrap();
+    // The server asks the client's model to sample an injected message: the
+    // gateway withholds the request, the client never sees it.
+    let r = call(&p, "smart_summary", json!({"text": "quarterly notes"})).await;
+    assert!(
+        p.recorder.sampling.lock().unwrap().is_empty(),
+        "the injected sampling request reached the client"
+    );
+    let shown = match r {
+        Ok(v) => v.to_string(),
+        Err(e) => e.to_string(),
+    };
+    assert!(!shown.contains(inj::SAMPLING), "{shown}");
+    // Secrets in a result are masked before forwarding.
+    let r = call(&p, "read_config", json!({})).await.unwrap();
+    let text = text_of(&r);
+    assert!(!text.contains(inj::FAKE_AWS_KEY_ID), "{text}");
+    assert!(text.contains("region = eu-west-1"), "{text}");
+    let log = records(&p.audit);
+    assert!(log
+        .iter()
+        .any(|r| r["channel"] == "tool_result" && r["action"] == "mask"));
+    // The log itself never holds the secret.
+    let raw = std::fs::read_to_string(&p.audit).unwrap();
+    assert!(!raw.contains(inj::FAKE_AWS_KEY_ID));
+    assert!(!raw.contains(inj::FAKE_AWS_SECRET));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rug_pull_after_the_first_call_is_caught_on_re_list() {
+    let p = proxy(&["--profile", "attack", "--poison", "rugpull"]).await;
+    let before = p.client.peer().list_all_tools().await.unwrap();
+    assert!(before.iter().any(|t| t.name == "daily_quote"));
+    call(&p, "daily_quote", json!({})).await.unwrap();
+    // The server sends tools/list_changed; the gateway re-lists through the same
+    // inspection and then tells the client.
+    let mut changed = false;
+    for _ in 0..100 {
+        if p.recorder
+            .notifications
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|m| m == "notifications/tools/list_changed")
+        {
+            changed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(changed, "no list_changed relayed");
+    let after = p.client.peer().list_all_tools().await.unwrap();
+    assert!(
+        !after.iter().any(|t| t.name == "daily_quote"),
+        "the changed definition was forwarded"
+    );
+    let err = call(&p, "daily_quote", json!({}))
+        .await
+        .expect_err("refused");
+    assert_eq!(err.code.0, -32050);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_upstream_hang_crash_garbage_and_big_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("gateway.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+stdio = true
+request_timeout_secs = 3
+max_message_bytes = 4194304
+[audit]
+log = "audit.jsonl"
+[[server]]
+name = "kit"
+command = {server:?}
+args = ["--profile", "benign", "--faults"]
+max_restarts = 2
+"#,
+            server = server()
+        ),
+    )
+    .unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let p = proxy_with(&["--config".into(), cfg.display().to_string()], dir, audit).await;
+    p.client.peer().list_all_tools().await.unwrap();
+    // Garbage on the server's stdout: the gateway keeps serving.
+    let r = call(&p, "garbage", json!({})).await.unwrap();
+    assert!(text_of(&r).contains("garbage line"), "{r}");
+    // A result over max_message_bytes: a clear error, then business as usual.
+    let err = call(&p, "big", json!({"mib": 10}))
+        .await
+        .expect_err("too big");
+    assert!(err.message.contains("max_message_bytes"), "{err:?}");
+    assert_eq!(
+        text_of(
+            &call(&p, "echo", json!({"text": "after big"}))
+                .await
+                .unwrap()
+        ),
+        "after big"
+    );
+    // An upstream that never answers: a timeout error, the gateway keeps serving.
+    let err = call(&p, "hang", json!({})).await.expect_err("times out");
+    assert!(err.message.contains("did not answer"), "{err:?}");
+    assert_eq!(
+        text_of(
+            &call(&p, "echo", json!({"text": "after hang"}))
+                .await
+                .unwrap()
+        ),
+        "after hang"
+    );
+    // The upstream dies mid-call: an error, then the child is restarted.
+    let err = call(&p, "crash", json!({})).await.expect_err("crashed");
+    assert!(!err.message.is_empty());
+    let mut revived = false;
+    for _ in 0..20 {
+        if let Ok(r) = call(&p, "echo", json!({"text": "after crash"})).await {
+            assert_eq!(text_of(&r), "after crash");
+            revived = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(revived, "the gateway did not restart the upstream");
+    // Every forwarded result has its record: the echo calls were logged.
+    let log = records(&p.audit);
+    let echoes = log
+        .iter()
+        .filter(|r| r["channel"] == "tool_result" && r["tool"] == "echo")
+        .count();
+    assert!(echoes >= 3, "{echoes} echo results logged");
+}
