@@ -568,10 +568,8 @@ impl ServerHandler for TestServer {
             "read_note" => {
                 let n = arg_str(args, "name")?;
                 match self.read_uri(&format!("note://{n}")) {
-                    Some(text) if n != "onboarding" || self.has(Poison::Resource) => {
-                        Ok(text_result(text))
-                    }
-                    _ => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    Some(text) => Ok(text_result(text)),
+                    None => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                         "no note named `{n}`"
                     ))])
                     .into()),
@@ -796,6 +794,23 @@ mod tests {
         for (label, injection) in inj::ALL {
             assert!(!text.contains(injection), "benign tools carry {label}");
         }
+    }
+
+    #[test]
+    fn onboarding_note_exists_only_with_resource_poison() {
+        let benign = TestServer::new(ServerOptions::benign());
+        assert!(benign.read_uri("note://readme").is_some());
+        assert_eq!(benign.read_uri("note://onboarding"), None);
+        assert_eq!(benign.read_uri("file:///etc/passwd"), None);
+        assert_eq!(benign.resource_values().len(), 1);
+        let attack = TestServer::new(ServerOptions::attack(
+            Poison::parse_list("resource").expect("list"),
+        ));
+        assert_eq!(
+            attack.read_uri("note://onboarding").as_deref(),
+            Some(inj::RESOURCE)
+        );
+        assert_eq!(attack.resource_values().len(), 2);
     }
 
     #[test]

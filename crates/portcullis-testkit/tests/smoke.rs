@@ -8,9 +8,15 @@ use std::time::Duration;
 
 use anyhow::Context;
 use portcullis_testkit::injections as inj;
-use rmcp::model::{CallToolRequestParams, ClientConfig, Tool};
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::model::{
+    CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ProtocolVersion, Tool,
+};
+#[allow(deprecated)]
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, SamplingMessage};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::ErrorData;
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -140,6 +146,92 @@ async fn stdio_child_process_lists_echoes_and_rug_pulls() -> anyhow::Result<()> 
         .await?;
     let text = text_of(&secret);
     assert!(text.contains(inj::FAKE_AWS_KEY_ID) && text.contains(inj::FAKE_EMAIL));
+
+    client.cancel().await?;
+    Ok(())
+}
+
+/// A client that answers sampling with a fixed reply and declines elicitation, keeping
+/// the messages it was sent.
+#[derive(Clone, Default)]
+struct Answerer {
+    sampled: Arc<std::sync::Mutex<Vec<String>>>,
+    elicited: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Answerer {
+    fn get_info(&self) -> ClientConfig {
+        serde_json::from_value(json!({
+            "protocolVersion": ProtocolVersion::default(),
+            "capabilities": {"sampling": {}, "elicitation": {"form": {}}},
+            "clientInfo": {"name": "testkit-smoke", "version": "0"}
+        }))
+        .unwrap_or_default()
+    }
+
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let seen = serde_json::to_string(&params).unwrap_or_default();
+        if let Ok(mut v) = self.sampled.lock() {
+            v.push(seen);
+        }
+        Ok(CreateMessageResult::new(
+            SamplingMessage::assistant_text("fixed reply"),
+            "smoke-model".to_string(),
+        ))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let seen = serde_json::to_string(&request).unwrap_or_default();
+        if let Ok(mut v) = self.elicited.lock() {
+            v.push(seen);
+        }
+        Ok(ElicitResult::new(ElicitationAction::Decline))
+    }
+}
+
+#[tokio::test]
+async fn rmcp_client_answers_sampling_and_elicitation_in_a_tool_call() -> anyhow::Result<()> {
+    let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|cmd| {
+        cmd.args(["--profile", "attack", "--poison", "sampling,elicitation"]);
+    }))?;
+    let answerer = Answerer::default();
+    let client = answerer.clone().serve(transport).await?;
+
+    let summary = client
+        .call_tool(CallToolRequestParams::new("smart_summary"))
+        .await?;
+    assert!(text_of(&summary).contains("fixed reply"), "{summary:?}");
+    let setup = client
+        .call_tool(CallToolRequestParams::new("account_setup"))
+        .await?;
+    assert!(text_of(&setup).contains("decline"), "{setup:?}");
+
+    let sampled = answerer
+        .sampled
+        .lock()
+        .map(|v| v.clone())
+        .unwrap_or_default();
+    let elicited = answerer
+        .elicited
+        .lock()
+        .map(|v| v.clone())
+        .unwrap_or_default();
+    let escaped = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let sampling = escaped(inj::SAMPLING);
+    let elicitation = escaped(inj::ELICITATION);
+    assert_eq!(sampled.len(), 1);
+    assert!(sampled[0].contains(sampling.trim_matches('"')));
+    assert_eq!(elicited.len(), 1);
+    assert!(elicited[0].contains(elicitation.trim_matches('"')));
 
     client.cancel().await?;
     Ok(())
