@@ -8,7 +8,6 @@ pub mod input;
 pub mod metrics;
 pub mod records;
 pub mod render;
-pub mod report;
 pub mod run;
 pub mod train;
 pub mod transform;
