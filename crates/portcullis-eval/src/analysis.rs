@@ -970,3 +970,112 @@ fn latency(c: &ConfigRecords) -> LatencyReport {
         rows,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{infer, parse_items};
+
+    fn fixture() -> Vec<EvalItem> {
+        let (mut items, errors) = parse_items(
+            "{\"id\":\"m1\",\"label\":\"malicious\",\"text\":\"aaaa\",\"wrapper\":\"w\",\"provenance\":\"wrapped\",\"parent_id\":\"x\"}\n\
+             {\"id\":\"m2\",\"label\":\"malicious\",\"text\":\"bbbb\"}\n\
+             {\"id\":\"m3\",\"label\":\"malicious\",\"text\":\"FRAME: cccc\",\"wrapper\":\"f\",\"provenance\":\"wrapped\",\"parent_id\":\"x\"}\n\
+             {\"id\":\"m4\",\"label\":\"malicious\",\"text\":\"FRAME: dddd\",\"wrapper\":\"f\",\"provenance\":\"wrapped\",\"parent_id\":\"x\"}\n\
+             {\"id\":\"b1\",\"label\":\"benign\",\"text\":\"FRAME: eeee\",\"wrapper\":\"f\",\"provenance\":\"wrapped\",\"parent_id\":\"x\"}\n\
+             {\"id\":\"b2\",\"label\":\"benign\",\"text\":\"ffff\"}\n",
+            "t",
+        );
+        assert!(errors.is_empty());
+        infer(&mut items);
+        items
+    }
+
+    #[test]
+    fn frame_only_rule_reads_the_shared_prefix() {
+        let items = fixture();
+        let refs: Vec<&EvalItem> = items.iter().collect();
+        let fam = frame_families(&refs);
+        assert_eq!(fam["f"], "FRAME: ");
+        // Family "w" has one text: its whole text is the "prefix" (>= 4 chars).
+        let b = frame_baseline(&refs, &fam);
+        // "f": 2 malicious vs 1 benign → malicious; "w": 1 vs 0 → malicious.
+        assert_eq!((b.recall.k, b.recall.n), (3, 4));
+        assert_eq!((b.fpr.k, b.fpr.n), (1, 2));
+        assert_eq!((b.precision.k, b.precision.n), (3, 4));
+        assert_eq!((b.accuracy.k, b.accuracy.n), (4, 6));
+    }
+
+    #[test]
+    fn roc_auc_and_sweep_match_hand_computed_values() {
+        let items = fixture();
+        // Scores: m1 .9, m2 .8, m3 .3, m4 .3, b1 .5, b2 .1 → pairs (mal > ben):
+        // vs b1 (.5): m1, m2 win, m3, m4 lose = 2; vs b2 (.1): all 4 win → 6/8.
+        let scores = [0.9, 0.8, 0.3, 0.3, 0.5, 0.1];
+        let scored: Vec<Scored> = items
+            .iter()
+            .zip(scores)
+            .map(|(item, score)| Scored {
+                item,
+                status: Status::Allow,
+                score,
+            })
+            .collect();
+        let c = curves(&scored, 0.4, 0.85);
+        assert!((c.roc_auc - 0.75).abs() < 1e-12, "{}", c.roc_auc);
+        assert_eq!(c.roc.last(), Some(&(1.0, 1.0)));
+        let at = |t: f64| {
+            c.sweep
+                .iter()
+                .find(|r| (r.review - t).abs() < 1e-12)
+                .unwrap()
+        };
+        // review 0.4, block 0.85: flagged m1 m2 b1; referred (0.4 <= s < 0.85) m2 b1.
+        let r = at(0.4);
+        assert_eq!(
+            (r.flag_recall.k, r.flag_fpr.k, r.referral_rate.k),
+            (2, 1, 2)
+        );
+        let r = at(0.95);
+        assert_eq!((r.flag_recall.k, r.referral_rate.k), (0, 0));
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 0.5), 50.0);
+        assert_eq!(percentile(&v, 0.95), 95.0);
+        assert_eq!(percentile(&v, 0.99), 99.0);
+        assert_eq!(percentile(&[7], 0.99), 7.0);
+        assert!(percentile(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn strata_include_the_unwrapped_deduplicated_subset() {
+        let items = fixture();
+        let scored: Vec<Scored> = items
+            .iter()
+            .map(|item| Scored {
+                item,
+                status: if item.label == Label::Malicious {
+                    Status::Block
+                } else {
+                    Status::Review
+                },
+                score: 0.5,
+            })
+            .collect();
+        let rows = strata_rows(&scored);
+        let unwrapped = rows
+            .iter()
+            .find(|r| r.value == "unwrapped, deduplicated")
+            .unwrap();
+        // m2 and b2 are the only unwrapped records.
+        assert_eq!(
+            (unwrapped.malicious.total(), unwrapped.benign.total()),
+            (1, 1)
+        );
+        assert_eq!(unwrapped.flag_fpr.k, 1);
+        assert_eq!(unwrapped.denial_fpr.k, 0);
+    }
+}
