@@ -425,8 +425,9 @@ fn order_section(w: &mut String, r: &Report) {
     let _ = writeln!(w, "\n## Order independence\n");
     let _ = writeln!(
         w,
-        "Each configuration ran the corpus in its own order, then in a shuffled order (seed {}), \
-         then again for latency; decisions are compared with position, time and latencies removed.\n",
+        "Pass 0 runs the corpus in its own order, pass 1 in a shuffled order (seed {}), any \
+         further pass in corpus order again; every pass is compared with pass 0, decision by \
+         decision, with position, time and latencies removed.\n",
         r.shuffle_seed
     );
     for o in &r.order {
