@@ -250,9 +250,13 @@ impl EvalItem {
 }
 
 /// Shortest body and frame (in bytes of normalized text) for a wrapped record to be
-/// recognized: shorter matches are coincidences of common phrases, not frames.
-pub const MIN_BODY: usize = 16;
+/// recognized, and the smallest share of the text the body must make up: shorter
+/// matches are names and common phrases quoted inside another text, not frames
+/// (on the project corpus with its provenance removed, these limits recover every
+/// wrapped record's parent and give no other record one).
+pub const MIN_BODY: usize = 32;
 pub const MIN_FRAME: usize = 8;
+pub const MIN_BODY_SHARE: f64 = 0.25;
 /// Above this many candidate parents the body search is skipped (memory), and the
 /// report says so.
 pub const MAX_LINEAGE_CANDIDATES: usize = 50_000;
@@ -276,9 +280,11 @@ pub struct InferenceSummary {
 /// `lineage_group` where they are missing:
 ///
 /// - duplicates: same normalized text; the first in corpus order is the representative;
-/// - a record without `parent_id` and `wrapper` whose normalized text strictly
-///   contains another record's normalized text (at least [`MIN_BODY`] bytes, with at
-///   least [`MIN_FRAME`] bytes of frame) is a wrapped copy of it: its parent is the
+/// - a record without `parent_id`, `wrapper` and `provenance` whose normalized text
+///   (as is, or with JSON escapes and Markdown quote marks undone) strictly contains
+///   another record's normalized text (at least [`MIN_BODY`] bytes and
+///   [`MIN_BODY_SHARE`] of the text, with at least [`MIN_FRAME`] bytes of frame) is a
+///   wrapped copy of it: its parent is the
 ///   first record with that text, its wrapper family is named by the frame's first
 ///   characters (seed 000, 5.6.1);
 /// - `lineage_group`: the parent's group, else the duplicate representative's id.
@@ -325,12 +331,18 @@ pub fn infer(items: &mut [EvalItem]) -> InferenceSummary {
             ));
         } else if let Ok(ac) = AhoCorasick::new(cand.iter().map(|&i| keys[i].as_str())) {
             for &i in &needs {
-                let hay = keys[i].as_str();
-                let best = ac
-                    .find_overlapping_iter(hay)
-                    .filter(|m| hay.len() - m.len() >= MIN_FRAME)
-                    .max_by_key(|m| (m.len(), std::cmp::Reverse(m.start())));
-                if let Some(m) = best {
+                // The text as is, then with the escaping a frame may add to its body
+                // (JSON string escapes, Markdown quote marks) undone.
+                let loose = items[i].text.as_deref().map(loosen).unwrap_or_default();
+                let found = [keys[i].clone(), loose].into_iter().find_map(|hay| {
+                    ac.find_overlapping_iter(&hay)
+                        .filter(|m| hay.len() - m.len() >= MIN_FRAME)
+                        .filter(|m| m.len() as f64 >= MIN_BODY_SHARE * hay.len() as f64)
+                        .max_by_key(|m| (m.len(), std::cmp::Reverse(m.start())))
+                        .map(|m| (m, hay))
+                });
+                if let Some((m, hay)) = found {
+                    let hay = hay.as_str();
                     let parent = cand[m.pattern().as_usize()];
                     let frame = if m.start() > 0 {
                         format!("prefix:{}", family_name(&hay[..m.start()]))
@@ -385,6 +397,21 @@ pub fn infer(items: &mut [EvalItem]) -> InferenceSummary {
         note(items, i, "lineage_group");
     }
     summary
+}
+
+/// Normalized text with a frame's escaping of its body undone: JSON string escapes
+/// (`\\n`, `\\"`, `\\\\`, `\\t`) and Markdown quote marks at line starts.
+fn loosen(text: &str) -> String {
+    let unescaped = text
+        .replace("\\n", "\n")
+        .replace("\\t", "\t")
+        .replace("\\\"", "\"")
+        .replace("\\\\", "\\");
+    let unquoted: Vec<&str> = unescaped
+        .lines()
+        .map(|l| l.strip_prefix("> ").unwrap_or(l))
+        .collect();
+    normalize_text(&unquoted.join("\n"))
 }
 
 /// A short, readable name for a wrapper frame: its first 32 characters.
@@ -516,6 +543,26 @@ mod tests {
         assert_eq!(s.wrapped_found, 1);
         assert_eq!(s.inferred["lineage_group"], 4);
         assert!(it[2].inferred.contains(&"wrapper".to_string()));
+    }
+
+    #[test]
+    fn every_corpus_wrapper_is_recognized_without_provenance() {
+        use crate::transform::Wrapper;
+        let body = "Line one says \"hello\" to the team.\nLine two asks for the report.";
+        let mut lines = vec![serde_json::json!({"id": "p", "label": "benign", "text": body})];
+        for w in Wrapper::ALL {
+            lines.push(
+                serde_json::json!({"id": w.name(), "label": "benign", "text": w.apply(body)}),
+            );
+        }
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let mut it = items(&text);
+        let s = infer(&mut it);
+        assert_eq!(s.wrapped_found, Wrapper::ALL.len());
+        for x in &it[1..] {
+            assert_eq!(x.parent_id.as_deref(), Some("p"), "{}", x.id);
+            assert_eq!(x.lineage_group.as_deref(), Some("p"), "{}", x.id);
+        }
     }
 
     #[test]
