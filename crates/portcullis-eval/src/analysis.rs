@@ -210,6 +210,8 @@ pub struct LatencyReport {
     pub threads: usize,
     /// Records per second of each pass (wall clock, all threads).
     pub throughput: Vec<f64>,
+    /// Load average when each pass started, where known.
+    pub load_average: Vec<Option<f64>>,
     pub rows: Vec<Distribution>,
 }
 
@@ -222,6 +224,9 @@ struct Scored<'a> {
 
 /// Build the report from the records of one or more configurations.
 pub fn analyze(configs: &[ConfigRecords]) -> Result<Report, String> {
+    let mut sorted: Vec<&ConfigRecords> = configs.iter().collect();
+    sorted.sort_by(|a, b| (a.meta.index, &a.meta.config).cmp(&(b.meta.index, &b.meta.config)));
+    let configs = sorted.as_slice();
     let first = configs
         .first()
         .ok_or_else(|| "no records to report on".to_string())?;
@@ -297,8 +302,8 @@ pub fn analyze(configs: &[ConfigRecords]) -> Result<Report, String> {
         bootstrap_replicates: first.meta.bootstrap_replicates,
         shuffle_seed: first.meta.shuffle_seed,
         subsets,
-        order: configs.iter().map(order_check).collect(),
-        latency: configs.iter().map(latency).collect(),
+        order: configs.iter().map(|c| order_check(c)).collect(),
+        latency: configs.iter().map(|c| latency(c)).collect(),
     })
 }
 
@@ -343,7 +348,7 @@ fn scored_of<'a>(
 fn subset_report(
     name: &str,
     items: &[&EvalItem],
-    configs: &[ConfigRecords],
+    configs: &[&ConfigRecords],
     families: &BTreeMap<String, String>,
 ) -> SubsetReport {
     let by_id: HashMap<&str, &EvalItem> = items.iter().map(|it| (it.id.as_str(), *it)).collect();
@@ -656,7 +661,7 @@ fn frame_baseline(items: &[&EvalItem], families: &BTreeMap<String, String>) -> F
     }
 }
 
-fn duplicates(items: &[&EvalItem], configs: &[ConfigRecords]) -> Duplicates {
+fn duplicates(items: &[&EvalItem], configs: &[&ConfigRecords]) -> Duplicates {
     let mut groups: BTreeMap<&str, Vec<&EvalItem>> = BTreeMap::new();
     for it in items {
         groups.entry(it.dup_of.as_str()).or_default().push(it);
@@ -967,6 +972,7 @@ fn latency(c: &ConfigRecords) -> LatencyReport {
             .iter()
             .map(|r| r.records as f64 / (r.wall_us.max(1) as f64 / 1e6))
             .collect(),
+        load_average: c.runs.iter().map(|r| r.load_average).collect(),
         rows,
     }
 }

@@ -54,6 +54,10 @@ pub enum Outcome {
 pub struct Meta {
     /// The configuration's name in the report (e.g. `rules+lexical`).
     pub config: String,
+    /// Place of this configuration in the run (reports list configurations in this
+    /// order, whatever order their files are given in).
+    #[serde(default)]
+    pub index: usize,
     /// How the configuration was made (ablation spec or file).
     pub spec: String,
     pub config_hash: String,
@@ -93,6 +97,10 @@ pub struct RunInfo {
     pub records: usize,
     pub wall_us: u64,
     pub threads: usize,
+    /// One-minute load average of the machine when the pass started (Linux), so
+    /// latencies measured on a busy machine say so.
+    #[serde(default)]
+    pub load_average: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

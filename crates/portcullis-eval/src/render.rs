@@ -454,18 +454,27 @@ fn latency_section(w: &mut String, r: &Report) {
     let _ = writeln!(
         w,
         "Per-record latency from the decision records (µs, nearest-rank percentiles) over all \
-         passes; throughput is records per second of wall-clock time per pass, all threads.\n"
+         passes, timed by the pipeline's own clock while records run in parallel, so on a busy \
+         machine the tail includes time the thread was preempted (see the load average); \
+         throughput is records per second of wall-clock time per pass, all threads.\n"
     );
     for l in &r.latency {
         let tp: Vec<String> = l.throughput.iter().map(|t| format!("{t:.0}")).collect();
+        let load: Vec<String> = l
+            .load_average
+            .iter()
+            .map(|x| x.map_or("?".into(), |x| format!("{x:.2}")))
+            .collect();
         let _ = writeln!(
             w,
-            "**{}**: {} passes on {} thread(s); throughput per pass: {} records/s.\n\n\
+            "**{}**: {} passes on {} thread(s); throughput per pass: {} records/s; \
+             load average at the start of each pass: {}.\n\n\
              | what | n | p50 | p95 | p99 | mean |\n|---|---|---|---|---|---|",
             cell(&l.config),
             l.runs,
             l.threads,
-            tp.join(", ")
+            tp.join(", "),
+            load.join(", ")
         );
         for d in &l.rows {
             let _ = writeln!(

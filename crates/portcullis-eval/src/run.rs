@@ -110,6 +110,7 @@ pub fn run_config(
         } else {
             (Order::Corpus, None, (0..items.len()).collect())
         };
+        let load_average = load_average();
         let started = Instant::now();
         let mut results: Vec<(usize, Result<DecisionRecord, String>)> = perm
             .par_iter()
@@ -133,6 +134,7 @@ pub fn run_config(
             records: items.len(),
             wall_us,
             threads: rayon::current_num_threads(),
+            load_average,
         });
         for (i, r) in results {
             let (outcome, error, decision) = match r {
@@ -159,4 +161,14 @@ pub fn run_config(
         }
     }
     (runs, lines)
+}
+
+/// The one-minute load average from /proc/loadavg (None where there is none).
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }

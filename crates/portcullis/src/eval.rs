@@ -315,7 +315,7 @@ fn evaluate(args: EvalArgs) -> Result<ExitCode> {
     );
     let command = command_line();
     let mut all_records = Vec::new();
-    for (name, spec, detector) in &detectors {
+    for (index, (name, spec, detector)) in detectors.iter().enumerate() {
         bar.set_message(name.clone());
         let (runs, decisions) =
             run_config(name, detector, &items, &subset_of, &plan, &|n| bar.inc(n));
@@ -324,6 +324,7 @@ fn evaluate(args: EvalArgs) -> Result<ExitCode> {
         all_records.push(ConfigRecords {
             meta: Meta {
                 config: name.clone(),
+                index,
                 spec: spec.clone(),
                 config_hash: detector.config_hash().to_string(),
                 stages: detector
