@@ -1,10 +1,13 @@
 //! Corpus tooling, metrics and reports for `portcullis corpus`, `train`,
 //! `calibrate` and `eval`.
 
+pub mod analysis;
 pub mod calibrate;
 pub mod corpus;
+pub mod input;
 pub mod metrics;
-pub mod report;
+pub mod records;
+pub mod render;
 pub mod run;
 pub mod train;
 pub mod transform;

@@ -342,3 +342,33 @@ mod paired_tests {
         assert_eq!(m.iter().flatten().sum::<u64>(), 3);
     }
 }
+
+#[cfg(test)]
+mod bootstrap_tests {
+    use super::*;
+
+    #[test]
+    fn bootstrap_of_identical_groups_collapses_to_the_estimate() {
+        // Every group has proportion 1/2: every replicate is exactly 1/2.
+        let groups = vec![(1, 2); 50];
+        assert_eq!(bootstrap_groups(&groups, 2000, 42), (0.5, 0.5));
+        assert!(bootstrap_groups(&[], 2000, 42).0.is_nan());
+    }
+
+    #[test]
+    fn bootstrap_of_one_two_groups_by_hand() {
+        // Two groups, (1, 1) and (0, 1): a replicate draws two groups, so its
+        // proportion is 0, 1/2 or 1 with probabilities 1/4, 1/2, 1/4. With 2,000
+        // replicates the 2.5th percentile is 0 and the 97.5th is 1.
+        let (lo, hi) = bootstrap_groups(&[(1, 1), (0, 1)], 2000, 42);
+        assert_eq!((lo, hi), (0.0, 1.0));
+        // With seed 42 the draw sequence is fixed: pin the first replicate by
+        // drawing it by hand with the same generator.
+        let mut rng = portcullis_core::SplitMix64::new(42);
+        let a = rng.next_u64() % 2;
+        let b = rng.next_u64() % 2;
+        let first = (u64::from(a == 0) + u64::from(b == 0)) as f64 / 2.0;
+        let (lo1, hi1) = bootstrap_groups(&[(1, 1), (0, 1)], 1, 42);
+        assert_eq!((lo1, hi1), (first, first));
+    }
+}

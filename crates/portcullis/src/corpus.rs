@@ -1,13 +1,13 @@
 //! `portcullis corpus build`, `portcullis train-lexical`, `portcullis calibrate`,
-//! `portcullis eval` (minimal report).
+//! (`portcullis eval` is in eval.rs).
 
 use crate::DetectorArgs;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use portcullis_core::{Config, DecisionRecord};
+use portcullis_core::Config;
 use portcullis_detect::lexical::TrainParams;
 use portcullis_eval::corpus::{self, Label, Record, Split};
-use portcullis_eval::{calibrate, report, run, train};
+use portcullis_eval::{calibrate, run, train};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -222,68 +222,5 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
         c.referral_rate,
         args.out.display()
     );
-    Ok(())
-}
-
-#[derive(Args)]
-pub struct EvalArgs {
-    #[arg(long, default_value = "corpus/corpus.jsonl")]
-    pub corpus: PathBuf,
-    /// Splits to report, each on its own (test, dev, train, rules_blind).
-    #[arg(long = "split", default_values = ["test", "rules_blind"])]
-    pub splits: Vec<String>,
-    /// Directory for records.jsonl and report.md.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Name of this configuration in the report.
-    #[arg(long, default_value = "configured detector")]
-    pub name: String,
-    #[command(flatten)]
-    pub detector: DetectorArgs,
-}
-
-fn parse_split(s: &str) -> Result<Split> {
-    Ok(match s {
-        "train" => Split::Train,
-        "dev" => Split::Dev,
-        "test" => Split::Test,
-        "rules_blind" => Split::RulesBlind,
-        other => bail!("unknown split {other:?}: train, dev, test or rules_blind"),
-    })
-}
-
-pub fn eval(args: EvalArgs) -> Result<()> {
-    let (records, sha) = load_built(&args.corpus)?;
-    let detector = args.detector.load()?;
-    let mut sections = Vec::new();
-    let mut all_decisions: Vec<DecisionRecord> = Vec::new();
-    for s in &args.splits {
-        let split = parse_split(s)?;
-        let subset: Vec<&Record> = records.iter().filter(|r| r.split == Some(split)).collect();
-        let decisions = run::decide_all(&detector, &subset, |_| {});
-        sections.push(report::subset(split.as_str(), &subset, &decisions));
-        all_decisions.extend(decisions.into_iter().flatten());
-    }
-    let md = format!(
-        "## Detection report\n\ncorpus sha256 {sha}; config_hash {}; stages: normalize, {}\n\n{}",
-        detector.config_hash(),
-        detector.stage_names().join(", "),
-        report::markdown(&args.name, &sections)
-    );
-    print!("{md}");
-    if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let mut jsonl = String::new();
-        for d in &all_decisions {
-            jsonl.push_str(&serde_json::to_string(d)?);
-            jsonl.push('\n');
-        }
-        std::fs::write(dir.join("records.jsonl"), jsonl)?;
-        std::fs::write(dir.join("report.md"), &md)?;
-        std::fs::write(
-            dir.join("report.json"),
-            serde_json::to_string_pretty(&sections)?,
-        )?;
-    }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The `portcullis` command line.
 
 mod corpus;
+mod eval;
 mod proxy;
 mod scan;
 
@@ -40,10 +41,11 @@ enum Command {
     TrainLexical(corpus::TrainArgs),
     /// Choose thresholds on the dev split for target FPR and referral rate; write a config.
     Calibrate(corpus::CalibrateArgs),
-    /// Minimal detection report on corpus splits (both conventions, Wilson intervals).
-    Eval(corpus::EvalArgs),
+    /// Evaluate ablations of the detector on a labelled corpus; `eval report` recomputes
+    /// the report from the kept decision records.
+    Eval(eval::EvalCmd),
     /// The MCP gateway: front one stdio server (`-- COMMAND ARGS…`) or several
-    /// (`--gateway FILE`), over stdio and/or Streamable HTTP.
+    /// (`--config FILE`), over stdio and/or Streamable HTTP.
     Proxy(proxy::ProxyArgs),
     /// Print the effective configuration (TOML) and its hash.
     Config {
@@ -125,7 +127,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Corpus(CorpusCommand::Build(a)) => corpus::build(a).map(|_| ExitCode::SUCCESS),
         Command::TrainLexical(a) => corpus::train_lexical(a).map(|_| ExitCode::SUCCESS),
         Command::Calibrate(a) => corpus::calibrate(a).map(|_| ExitCode::SUCCESS),
-        Command::Eval(a) => corpus::eval(a).map(|_| ExitCode::SUCCESS),
+        Command::Eval(a) => eval::run(a),
         Command::Proxy(a) => proxy::run(a),
         Command::Rules { detector } => {
             let d = detector.load()?;
