@@ -4,20 +4,26 @@ BIN := target/release/portcullis
 
 .PHONY: demo test lint unit bench setup build
 
-## Set up (toolchain check, build) and scan the embedded demo inputs.
+## Set up (toolchain, interop pieces), build, scan the demo inputs, then run the
+## gateway in front of a benign and an attack server and show what the client gets.
 demo: setup build
 	@echo
 	@echo "== portcullis scan --input demo/demo.jsonl --config demo/portcullis.toml --format pretty =="
 	@$(BIN) scan --input demo/demo.jsonl --config demo/portcullis.toml --format pretty --exit-zero
+	@echo
+	@echo "== portcullis proxy --config demo/gateway.toml  (client: portcullis-democlient) =="
+	@rm -rf demo/out
+	@target/release/portcullis-democlient --audit demo/out/audit.jsonl -- $(BIN) proxy --config demo/gateway.toml
 
 setup:
 	@scripts/setup.sh
 
 build:
-	$(CARGO) build --release --locked -p portcullis
+	$(CARGO) build --release --locked -p portcullis -p portcullis-testkit
 
-## Everything CI checks: formatting, lints, all tests.
-test: lint unit
+## Everything CI checks: formatting, lints, all tests (set-up first: the gateway's
+## interop tests need the npm and PyPI pieces of scripts/setup-interop.sh).
+test: setup lint unit
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Set-up for a fresh machine: check the toolchain this project needs.
-# The project has no downloads beyond crates.io yet (cargo fetches crates itself);
-# later stages (model weights) add their fetch steps here, each checked by SHA-256.
+# Set-up for a fresh machine: check the toolchain, then install the third-party MCP
+# pieces the gateway's interop tests and demo use (npm and PyPI packages, pinned, into
+# .interop/). Idempotent: a second run only verifies. Cargo fetches crates itself.
 set -euo pipefail
 need() { command -v "$1" >/dev/null 2>&1 || { echo "setup: '$1' not found; $2" >&2; exit 1; }; }
 need cargo "install the Rust toolchain (rustup, stable >= 1.80)"
 cargo fmt --version >/dev/null 2>&1 || { echo "setup: rustfmt missing: rustup component add rustfmt" >&2; exit 1; }
 cargo clippy --version >/dev/null 2>&1 || { echo "setup: clippy missing: rustup component add clippy" >&2; exit 1; }
 echo "setup: $(cargo --version), rustfmt and clippy present"
+"$(dirname "$0")/setup-interop.sh"

@@ -199,6 +199,13 @@ impl GatewayConfig {
             if let Some(c) = s.cwd.as_mut() {
                 rebase(c);
             }
+            // A command given as a relative path (`bin/server`, `../x`) is relative
+            // to the file too; a bare name (`npx`) is looked up on PATH.
+            if let Some(c) = s.command.as_mut() {
+                if c.contains('/') && Path::new(c.as_str()).is_relative() {
+                    *c = base.join(c.as_str()).display().to_string();
+                }
+            }
         }
         cfg.validate()?;
         Ok(cfg)
@@ -276,6 +283,7 @@ url = "http://127.0.0.1:9/mcp"
         let c = GatewayConfig::load(&p).unwrap();
         assert_eq!(c.audit.log, dir.path().join("audit/log.jsonl"));
         assert_eq!(c.servers[0].args, vec!["-y", "a b"]);
+        assert_eq!(c.servers[0].command.as_deref(), Some("npx"));
         assert!(c.audit.fsync);
         assert_eq!(c.fail_mode, FailMode::Closed);
         assert!(c.namespaced());
