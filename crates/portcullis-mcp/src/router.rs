@@ -99,6 +99,8 @@ impl Router {
 
     pub fn register(&self, session: u64, peer: Peer<RoleServer>) {
         let mut st = self.lock();
+        // HTTP sessions end without telling the handler: forget closed ones here.
+        st.sessions.retain(|_, p| !p.is_transport_closed());
         st.sessions.insert(session, peer);
         st.last_active = Some(session);
     }
