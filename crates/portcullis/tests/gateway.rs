@@ -405,3 +405,52 @@ max_restarts = 2
         .count();
     assert!(echoes >= 3, "{echoes} echo results logged");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_cancellation_pass_through() {
+    let p = proxy(&["--profile", "benign", "--faults"]).await;
+    p.client.peer().list_all_tools().await.unwrap();
+    // rmcp's client sends a progress token with every request; the upstream's
+    // progress comes back to the client under that token.
+    let r = call(&p, "slow", json!({"ms": 250})).await.unwrap();
+    assert_eq!(text_of(&r), "slept 250 ms");
+    let progress = p
+        .recorder
+        .notifications
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|m| *m == "notifications/progress")
+        .count();
+    assert!(progress >= 1, "no progress relayed");
+    // A cancelled call: the gateway relays the cancellation upstream and never
+    // inspects (or logs) a result for it.
+    let mut params = CallToolRequestParams::new("slow");
+    params.arguments = json!({"ms": 1500}).as_object().cloned();
+    let handle = p
+        .client
+        .peer()
+        .send_cancellable_request(
+            rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    handle.cancel(Some("test".into())).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+    let slow_results = records(&p.audit)
+        .iter()
+        .filter(|r| r["channel"] == "tool_result" && r["tool"] == "slow")
+        .count();
+    assert_eq!(slow_results, 1, "the cancelled call's result was inspected");
+    // The session is still usable.
+    assert_eq!(
+        text_of(
+            &call(&p, "echo", json!({"text": "still here"}))
+                .await
+                .unwrap()
+        ),
+        "still here"
+    );
+}
