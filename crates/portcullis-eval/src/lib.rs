@@ -7,4 +7,5 @@ pub mod metrics;
 pub mod report;
 pub mod run;
 pub mod train;
+pub mod train_embedding;
 pub mod transform;
