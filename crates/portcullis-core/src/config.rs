@@ -120,6 +120,45 @@ impl Default for LexicalConfig {
     }
 }
 
+/// The embedding stage (all-MiniLM-L6-v2 + a classifier head; see docs/policy.md).
+/// Every key may be omitted in a file (the defaults below apply).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbeddingConfig {
+    pub enabled: bool,
+    /// Weight of its probability in the fusion.
+    pub weight: f64,
+    /// Directory with the model files (`scripts/fetch-models.sh` installs them).
+    /// A relative path is taken from the working directory, else from the
+    /// repository the binary was built from.
+    pub models_dir: String,
+    /// Classifier head file; absent = the head embedded in the binary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+    /// Nearest-neighbour index file; absent = the index embedded in the binary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<String>,
+    /// Nearest training examples reported as evidence (0 = none).
+    pub k: usize,
+    /// Content tokens per chunk of a long text (1..=254; chunks end on sentence
+    /// boundaries where one fits).
+    pub chunk_tokens: usize,
+}
+
+impl Default for EmbeddingConfig {
+    fn default() -> Self {
+        EmbeddingConfig {
+            enabled: false,
+            weight: 1.0,
+            models_dir: "models/all-MiniLM-L6-v2".into(),
+            head: None,
+            index: None,
+            k: 5,
+            chunk_tokens: 254,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Preset {
@@ -156,6 +195,9 @@ pub struct Config {
     pub normalize: NormalizeConfig,
     pub egress: EgressConfig,
     pub lexical: LexicalConfig,
+    /// Absent from a file = disabled (older presets and configurations parse).
+    #[serde(default)]
+    pub embedding: EmbeddingConfig,
     pub allow: Vec<AllowEntry>,
 }
 
@@ -173,6 +215,7 @@ struct ConfigFile {
     normalize: Option<NormalizeConfig>,
     egress: Option<EgressFile>,
     lexical: Option<LexicalConfig>,
+    embedding: Option<EmbeddingConfig>,
     #[serde(default)]
     allow: Vec<AllowEntry>,
 }
@@ -239,6 +282,9 @@ impl Config {
         if let Some(l) = file.lexical {
             cfg.lexical = l;
         }
+        if let Some(e) = file.embedding {
+            cfg.embedding = e;
+        }
         cfg.allow = file.allow;
         cfg.validate()?;
         Ok(cfg)
@@ -284,6 +330,13 @@ impl Config {
         unit("severity_weights.critical", w.critical)?;
         unit("egress.result_weight", self.egress.result_weight)?;
         unit("lexical.weight", self.lexical.weight)?;
+        unit("embedding.weight", self.embedding.weight)?;
+        if !(1..=254).contains(&self.embedding.chunk_tokens) {
+            return Err(CoreError::ConfigInvalid(format!(
+                "embedding.chunk_tokens must be within 1..=254, got {}",
+                self.embedding.chunk_tokens
+            )));
+        }
         if !(self.egress.entropy_bits.is_finite() && self.egress.entropy_bits > 0.0) {
             return Err(CoreError::ConfigInvalid(
                 "egress.entropy_bits must be a positive number".into(),

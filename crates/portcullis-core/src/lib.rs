@@ -14,13 +14,14 @@ mod rng;
 
 pub use channel::Channel;
 pub use config::{
-    AllowEntry, Config, EgressConfig, LexicalConfig, NormalizeConfig, Preset, SeverityWeights,
-    Thresholds,
+    AllowEntry, Config, EgressConfig, EmbeddingConfig, LexicalConfig, NormalizeConfig, Preset,
+    SeverityWeights, Thresholds,
 };
 pub use error::CoreError;
 pub use item::Item;
 pub use record::{
-    sha256_hex, Action, DecisionRecord, Finding, Severity, Span, StageOutput, Status, RECORD_SCHEMA,
+    sha256_hex, Action, ChunkEvidence, DecisionRecord, Evidence, Finding, NeighbourEvidence,
+    Severity, Span, StageOutput, Status, RECORD_SCHEMA,
 };
 pub use rng::SplitMix64;
 

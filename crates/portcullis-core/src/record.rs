@@ -99,6 +99,43 @@ pub struct StageOutput {
     pub label: String,
     pub findings: Vec<Finding>,
     pub latency_us: u64,
+    /// What a learned stage based its score on (optional; the embedding stage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Evidence>,
+}
+
+/// Evidence of a learned stage that scores texts chunk by chunk: the chunk whose
+/// score became the stage score, and the nearest labelled training examples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// JSON path of the field that decided, for a walked tool definition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Number of chunks the text was cut into.
+    pub chunks: usize,
+    pub deciding_chunk: ChunkEvidence,
+    pub neighbours: Vec<NeighbourEvidence>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkEvidence {
+    pub index: usize,
+    /// Byte span of the chunk in the original text (or field).
+    pub span: Span,
+    /// The chunk's calibrated probability (= the stage score for this text).
+    pub score: f64,
+    /// The start of the chunk, at most ~120 chars.
+    pub excerpt: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NeighbourEvidence {
+    /// Corpus record id of the training example.
+    pub id: String,
+    /// `benign` or `malicious`.
+    pub label: String,
+    /// Cosine similarity to the deciding chunk.
+    pub similarity: f64,
 }
 
 /// One decision, as appended to the audit log. Top-level keys are fixed: other

@@ -53,6 +53,8 @@ struct StageAcc {
     findings: Vec<Finding>,
     /// Highest learned score over the items, if the stage gives scores.
     score: Option<f64>,
+    /// Evidence of the item that gave the highest score.
+    evidence: Option<portcullis_core::Evidence>,
     micros: u64,
     ran: bool,
 }
@@ -64,6 +66,7 @@ impl StageAcc {
             weight,
             findings: Vec::new(),
             score: None,
+            evidence: None,
             micros: 0,
             ran: false,
         }
@@ -236,6 +239,12 @@ impl Detector {
                 acc.findings.extend(with_path(result.findings, item));
                 // A structure's learned score is its most suspicious field's.
                 if let Some(s) = result.score {
+                    if acc.score.is_none_or(|m| s > m) {
+                        acc.evidence = result.evidence.map(|mut e| {
+                            e.path = e.path.or_else(|| item.path.clone());
+                            e
+                        });
+                    }
                     acc.score = Some(acc.score.map_or(s, |m: f64| m.max(s)));
                 }
                 if let Some(m) = result.masked {
@@ -269,6 +278,7 @@ impl Detector {
                 label: if flagged { "flagged" } else { "clean" }.into(),
                 findings: acc.findings,
                 latency_us: acc.micros,
+                evidence: acc.evidence,
             });
         }
         let masked = masks.last().map(|(_, m)| m.clone());

@@ -10,4 +10,5 @@ pub mod records;
 pub mod render;
 pub mod run;
 pub mod train;
+pub mod train_embedding;
 pub mod transform;

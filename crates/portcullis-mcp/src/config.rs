@@ -172,7 +172,16 @@ impl GatewayConfig {
         }
     }
 
+    /// Read and validate a configuration file.
     pub fn load(path: &Path) -> Result<GatewayConfig, ConfigError> {
+        let cfg = GatewayConfig::read(path)?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Read a configuration file without validating it, for callers that apply
+    /// command-line overrides (`--listen`) first and then call [`Self::validate`].
+    pub fn read(path: &Path) -> Result<GatewayConfig, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
@@ -207,7 +216,6 @@ impl GatewayConfig {
                 }
             }
         }
-        cfg.validate()?;
         Ok(cfg)
     }
 

@@ -6,6 +6,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use portcullis_core::Config;
 use portcullis_detect::lexical::TrainParams;
+use portcullis_embed::HeadParams;
 use portcullis_eval::corpus::{self, Label, Record, Split};
 use portcullis_eval::{calibrate, run, train};
 use std::collections::BTreeMap;
@@ -146,6 +147,72 @@ pub fn train_lexical(args: TrainArgs) -> Result<()> {
         model.provenance.calibration_records,
         model.provenance.calibration_split,
         args.out.display()
+    );
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct TrainEmbeddingArgs {
+    #[arg(long, default_value = "corpus/corpus.jsonl")]
+    pub corpus: PathBuf,
+    /// The model files (scripts/fetch-models.sh installs them there).
+    #[arg(long, default_value = portcullis_embed::DEFAULT_MODELS_DIR)]
+    pub models_dir: PathBuf,
+    /// Where to write the head (committed; embedded at build time).
+    #[arg(
+        long,
+        default_value = "crates/portcullis-embed/data/embedding-head.json"
+    )]
+    pub out: PathBuf,
+    /// Where to write the nearest-neighbour index of the train split.
+    #[arg(long, default_value = "crates/portcullis-embed/data/embedding-knn.bin")]
+    pub index_out: PathBuf,
+    /// Content tokens per chunk.
+    #[arg(long, default_value_t = 254)]
+    pub chunk_tokens: usize,
+    #[arg(long, default_value_t = HeadParams::default().steps)]
+    pub steps: usize,
+    #[arg(long, default_value_t = HeadParams::default().l2)]
+    pub l2: f64,
+}
+
+pub fn train_embedding(args: TrainEmbeddingArgs) -> Result<()> {
+    let (records, sha) = load_built(&args.corpus)?;
+    let embedder = portcullis_embed::Embedder::load(&args.models_dir)?;
+    let weights = args.models_dir.join("model.safetensors");
+    let model_sha = portcullis_core::sha256_hex(
+        &std::fs::read(&weights).with_context(|| format!("reading {}", weights.display()))?,
+    );
+    let params = HeadParams {
+        steps: args.steps,
+        l2: args.l2,
+        ..HeadParams::default()
+    };
+    let t = std::time::Instant::now();
+    let trained = portcullis_eval::train_embedding::train_embedding(
+        &embedder,
+        &records,
+        &sha,
+        &model_sha,
+        &params,
+        args.chunk_tokens,
+    )?;
+    std::fs::write(&args.out, trained.head.to_json())
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    std::fs::write(&args.index_out, &trained.index)
+        .with_context(|| format!("writing {}", args.index_out.display()))?;
+    let p = &trained.head.provenance;
+    println!(
+        "trained on {} {} records ({} chunks), calibrated on {} {} records of corpus {sha} \
+         in {:.1}s; wrote {} and {}",
+        p.train_records,
+        p.train_split,
+        p.train_chunks,
+        p.calibration_records,
+        p.calibration_split,
+        t.elapsed().as_secs_f64(),
+        args.out.display(),
+        args.index_out.display()
     );
     Ok(())
 }

@@ -39,6 +39,8 @@ enum Command {
     Corpus(CorpusCommand),
     /// Train the lexical model on the train split (Platt-calibrated on dev).
     TrainLexical(corpus::TrainArgs),
+    /// Train the embedding stage's head on the train split (Platt-calibrated on dev).
+    TrainEmbedding(corpus::TrainEmbeddingArgs),
     /// Choose thresholds on the dev split for target FPR and referral rate; write a config.
     Calibrate(corpus::CalibrateArgs),
     /// Evaluate ablations of the detector on a labelled corpus; `eval report` recomputes
@@ -78,6 +80,12 @@ pub struct DetectorArgs {
     /// Disable the lexical stage (ablation switch; overrides the configuration).
     #[arg(long)]
     pub no_lexical: bool,
+    /// Enable the embedding stage (ablation switch; overrides the configuration).
+    #[arg(long, conflicts_with = "no_embedding")]
+    pub embedding: bool,
+    /// Disable the embedding stage (ablation switch; overrides the configuration).
+    #[arg(long)]
+    pub no_embedding: bool,
 }
 
 impl DetectorArgs {
@@ -93,6 +101,12 @@ impl DetectorArgs {
         }
         if self.no_lexical {
             config.lexical.enabled = false;
+        }
+        if self.embedding {
+            config.embedding.enabled = true;
+        }
+        if self.no_embedding {
+            config.embedding.enabled = false;
         }
         let rules = match &self.rules {
             Some(dir) => RuleSet::load_dir(dir)
@@ -126,6 +140,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Scan(args) => scan::run(args),
         Command::Corpus(CorpusCommand::Build(a)) => corpus::build(a).map(|_| ExitCode::SUCCESS),
         Command::TrainLexical(a) => corpus::train_lexical(a).map(|_| ExitCode::SUCCESS),
+        Command::TrainEmbedding(a) => corpus::train_embedding(a).map(|_| ExitCode::SUCCESS),
         Command::Calibrate(a) => corpus::calibrate(a).map(|_| ExitCode::SUCCESS),
         Command::Eval(a) => eval::run(a),
         Command::Proxy(a) => proxy::run(a),

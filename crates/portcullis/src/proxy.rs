@@ -61,7 +61,7 @@ fn gateway_config(args: &ProxyArgs) -> Result<GatewayConfig> {
     let mut cfg = match (&args.gateway, args.command.split_first()) {
         (Some(_), Some(_)) => bail!("give either --config FILE or `-- COMMAND ARGS…`, not both"),
         (None, None) => bail!("nothing to front: give --config FILE or `-- COMMAND ARGS…`"),
-        (Some(path), None) => GatewayConfig::load(path)
+        (Some(path), None) => GatewayConfig::read(path)
             .with_context(|| format!("loading gateway configuration {}", path.display()))?,
         (None, Some((cmd, rest))) => {
             GatewayConfig::single_stdio(cmd, rest, AuditConfig::at(default_audit_log()))
@@ -91,6 +91,8 @@ fn detector(args: &ProxyArgs, cfg: &GatewayConfig) -> Result<Detector> {
         rules: args.rules.clone(),
         lexical: false,
         no_lexical: false,
+        embedding: false,
+        no_embedding: false,
     }
     .load()
 }

@@ -64,6 +64,7 @@ impl Stage for EgressStage {
             findings,
             score: None,
             masked,
+            evidence: None,
         }
     }
 }

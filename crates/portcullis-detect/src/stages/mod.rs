@@ -4,6 +4,22 @@
 //! Adding a stage is one new file in this folder and one line in [`registry`].
 
 pub mod egress;
+#[cfg(feature = "embedding")]
+pub mod embedding;
+#[cfg(not(feature = "embedding"))]
+mod embedding {
+    /// Built without the `embedding` feature: enabling the stage is an error.
+    pub fn stage(
+        _: &portcullis_core::EmbeddingConfig,
+    ) -> Result<Box<dyn super::Stage>, crate::DetectError> {
+        Err(crate::DetectError::Model(
+            "the embedding stage is enabled but this binary was built without the \
+             `embedding` feature of portcullis-detect; rebuild with it or set \
+             embedding.enabled = false"
+                .into(),
+        ))
+    }
+}
 pub mod lexical;
 pub mod rules;
 
@@ -37,6 +53,8 @@ pub struct StageResult {
     pub score: Option<f64>,
     /// For tool results: the text with secrets/PII masked, if anything was masked.
     pub masked: Option<String>,
+    /// What a learned score was based on (kept for the item with the highest score).
+    pub evidence: Option<portcullis_core::Evidence>,
 }
 
 pub trait Stage: Send + Sync + std::fmt::Debug {
@@ -61,6 +79,9 @@ pub fn registry(config: &Config, rules: Arc<RuleSet>) -> Result<Vec<Box<dyn Stag
     ];
     if config.lexical.enabled {
         stages.push(Box::new(LexicalStage::new(&config.lexical)?));
+    }
+    if config.embedding.enabled {
+        stages.push(embedding::stage(&config.embedding)?);
     }
     Ok(stages)
 }

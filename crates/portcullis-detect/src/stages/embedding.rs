@@ -1,0 +1,121 @@
+//! The embedding stage: all-MiniLM-L6-v2 sentence embeddings of the item's original
+//! text, chunked on sentence boundaries, scored by a logistic-regression head
+//! (Platt-calibrated); the stage score is the maximum over the chunks (see
+//! `portcullis_embed`). The record carries the deciding chunk and the k nearest
+//! training examples as evidence.
+
+use super::{Stage, StageInput, StageResult};
+use crate::DetectError;
+use portcullis_core::{
+    Channel, ChunkEvidence, Config, EmbeddingConfig, Evidence, Finding, NeighbourEvidence,
+    Severity, Span,
+};
+use portcullis_embed::{resolve_models_dir, Classifier, ClassifierSpec};
+use std::path::PathBuf;
+
+pub const NAME: &str = "embedding";
+
+#[derive(Debug)]
+pub struct EmbeddingStage {
+    classifier: Classifier,
+}
+
+/// Load the stage; a missing model directory is an error naming the fetch command.
+pub fn stage(cfg: &EmbeddingConfig) -> Result<Box<dyn Stage>, DetectError> {
+    Ok(Box::new(EmbeddingStage::new(cfg)?))
+}
+
+impl EmbeddingStage {
+    pub fn new(cfg: &EmbeddingConfig) -> Result<EmbeddingStage, DetectError> {
+        let dir = resolve_models_dir(&cfg.models_dir);
+        let head = cfg.head.as_ref().map(PathBuf::from);
+        let index = cfg.index.as_ref().map(PathBuf::from);
+        let spec = ClassifierSpec {
+            models_dir: &dir,
+            head: head.as_deref(),
+            index: index.as_deref(),
+            k: cfg.k,
+            chunk_tokens: cfg.chunk_tokens,
+        };
+        let classifier = Classifier::load(&spec).map_err(|e| DetectError::Model(e.to_string()))?;
+        Ok(EmbeddingStage { classifier })
+    }
+
+    pub fn classifier(&self) -> &Classifier {
+        &self.classifier
+    }
+}
+
+/// At most this many characters of the deciding chunk go into the record.
+const EXCERPT_CHARS: usize = 120;
+
+impl Stage for EmbeddingStage {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn weight(&self, config: &Config, _channel: Channel) -> f64 {
+        config.embedding.weight
+    }
+
+    fn run(&self, input: &StageInput<'_>) -> StageResult {
+        let text = input.item.text.as_str();
+        match self.classifier.score(text) {
+            Ok(s) => {
+                let d = &s.deciding;
+                let excerpt: String = text
+                    .get(d.start..d.end)
+                    .unwrap_or("")
+                    .chars()
+                    .take(EXCERPT_CHARS)
+                    .collect();
+                StageResult {
+                    score: Some(s.probability),
+                    evidence: Some(Evidence {
+                        path: None,
+                        chunks: s.chunks,
+                        deciding_chunk: ChunkEvidence {
+                            index: d.index,
+                            span: Span {
+                                start: d.start,
+                                end: d.end,
+                            },
+                            score: d.probability,
+                            excerpt,
+                        },
+                        neighbours: s
+                            .neighbours
+                            .into_iter()
+                            .map(|n| NeighbourEvidence {
+                                id: n.id,
+                                label: if n.malicious { "malicious" } else { "benign" }.into(),
+                                similarity: f64::from(n.similarity),
+                            })
+                            .collect(),
+                    }),
+                    ..StageResult::default()
+                }
+            }
+            Err(e) => {
+                // Never a silent pass: the failure is a finding and is logged.
+                tracing::warn!(error = %e, "embedding stage failed on an item");
+                StageResult {
+                    findings: vec![Finding {
+                        rule: "embedding.error".into(),
+                        category: "stage_error".into(),
+                        severity: Severity::Medium,
+                        view: "original".into(),
+                        span: Span {
+                            start: 0,
+                            end: text.len(),
+                        },
+                        excerpt: e.to_string().chars().take(EXCERPT_CHARS).collect(),
+                        path: None,
+                        allowlisted: false,
+                    }],
+                    ..StageResult::default()
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,30 @@
+use std::path::PathBuf;
+
+/// The command that installs the weights (named in every missing-weights error).
+pub const FETCH_COMMAND: &str = "scripts/fetch-models.sh";
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error(
+        "the embedding stage is enabled but its model files are missing from {dir}: {missing}; \
+         fetch them with `{FETCH_COMMAND}` (run by `scripts/setup.sh` and `make demo`), \
+         point embedding.models_dir at them, or set embedding.enabled = false"
+    )]
+    MissingWeights { dir: PathBuf, missing: String },
+    #[error("cannot load the embedding model from {dir}: {message}")]
+    Load { dir: PathBuf, message: String },
+    #[error("tokenizer: {0}")]
+    Tokenize(String),
+    #[error("embedding inference: {0}")]
+    Inference(String),
+    #[error("embedding head {path}: {message}")]
+    Head { path: String, message: String },
+    #[error("nearest-neighbour index {path}: {message}")]
+    Index { path: String, message: String },
+}
+
+impl From<candle_core::Error> for EmbedError {
+    fn from(e: candle_core::Error) -> Self {
+        EmbedError::Inference(e.to_string())
+    }
+}

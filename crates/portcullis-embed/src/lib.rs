@@ -1,0 +1,215 @@
+//! The embedding stage's engine: all-MiniLM-L6-v2 run in-process with candle
+//! ([`model`]), sentence-boundary chunking ([`chunk`]), a logistic-regression head
+//! on the embeddings ([`head`]) and the k nearest training examples as evidence
+//! ([`index`]). Depends on `portcullis-core` only; the stage adapter lives in
+//! `portcullis-detect` (`stages/embedding.rs`).
+//!
+//! Score of a text: it is tokenized once and cut into chunks on sentence
+//! boundaries ([`chunk::chunks`]); each chunk is embedded and scored by the head;
+//! the text's score is the **maximum** over its chunks' calibrated probabilities
+//! (an instruction hidden in one part of a long text is not diluted by the rest),
+//! and the chunk that reached it is the deciding chunk named in the record.
+
+pub mod chunk;
+pub mod error;
+pub mod head;
+pub mod index;
+pub mod model;
+
+pub use error::{EmbedError, FETCH_COMMAND};
+pub use head::{Head, HeadParams, HeadProvenance};
+pub use index::{Index, Neighbour};
+pub use model::{cosine, Embedder, DIM};
+
+use std::path::{Path, PathBuf};
+
+include!(concat!(env!("OUT_DIR"), "/embedded_head.rs"));
+
+/// Default models directory (relative to the working directory, else to the
+/// repository this binary was built from).
+pub const DEFAULT_MODELS_DIR: &str = "models/all-MiniLM-L6-v2";
+
+/// Resolve a configured models directory: absolute paths and paths that exist
+/// relative to the working directory are used as they are; otherwise a relative
+/// path is taken relative to the source tree this binary was built from (so tests
+/// and `cargo run` work from any folder of the repository).
+pub fn resolve_models_dir(configured: &str) -> PathBuf {
+    let p = PathBuf::from(configured);
+    if p.is_absolute() || p.exists() {
+        return p;
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let in_repo = repo.join(&p);
+    if in_repo.exists() {
+        in_repo
+    } else {
+        p
+    }
+}
+
+/// How one chunk scored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkScore {
+    pub index: usize,
+    /// Byte span of the chunk in the text.
+    pub start: usize,
+    pub end: usize,
+    pub probability: f64,
+}
+
+/// How a text scored: the maximum over its chunks, the chunk that decided, and
+/// the nearest training examples of that chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextScore {
+    pub probability: f64,
+    pub chunks: usize,
+    pub deciding: ChunkScore,
+    pub neighbours: Vec<Neighbour>,
+}
+
+/// Embedder + head + index: everything the stage needs, immutable once loaded.
+#[derive(Debug)]
+pub struct Classifier {
+    embedder: Embedder,
+    head: Head,
+    index: Option<Index>,
+    k: usize,
+    window: usize,
+}
+
+/// Where a [`Classifier`] comes from.
+#[derive(Debug, Clone)]
+pub struct ClassifierSpec<'a> {
+    pub models_dir: &'a Path,
+    /// Head file; `None` = the head embedded at build time.
+    pub head: Option<&'a Path>,
+    /// Index file; `None` = the index embedded at build time.
+    pub index: Option<&'a Path>,
+    /// Neighbours reported (0 = none, and no index is loaded).
+    pub k: usize,
+    /// Content tokens per chunk (at most the model's 254).
+    pub chunk_tokens: usize,
+}
+
+impl Classifier {
+    pub fn load(spec: &ClassifierSpec<'_>) -> Result<Classifier, EmbedError> {
+        let embedder = Embedder::load(spec.models_dir)?;
+        let head = match spec.head {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|e| EmbedError::Head {
+                    path: p.display().to_string(),
+                    message: e.to_string(),
+                })?;
+                Head::from_json(&text, &p.display().to_string())?
+            }
+            None => Head::from_json(
+                EMBEDDED_HEAD.ok_or_else(|| EmbedError::Head {
+                    path: "(embedded)".into(),
+                    message: "this binary embeds no trained head; train one with \
+                              `portcullis train-embedding` (see README) or set embedding.head"
+                        .into(),
+                })?,
+                "(embedded)",
+            )?,
+        };
+        let index = if spec.k == 0 {
+            None
+        } else {
+            Some(match spec.index {
+                Some(p) => {
+                    let bytes = std::fs::read(p).map_err(|e| EmbedError::Index {
+                        path: p.display().to_string(),
+                        message: e.to_string(),
+                    })?;
+                    Index::decode(&bytes, &p.display().to_string())?
+                }
+                None => Index::decode(
+                    EMBEDDED_INDEX.ok_or_else(|| EmbedError::Index {
+                        path: "(embedded)".into(),
+                        message: "this binary embeds no nearest-neighbour index; train one with \
+                                  `portcullis train-embedding` or set embedding.k = 0"
+                            .into(),
+                    })?,
+                    "(embedded)",
+                )?,
+            })
+        };
+        let max = embedder.max_seq_len().saturating_sub(2);
+        if spec.chunk_tokens == 0 || spec.chunk_tokens > max {
+            return Err(EmbedError::Load {
+                dir: spec.models_dir.to_path_buf(),
+                message: format!(
+                    "embedding.chunk_tokens must be within 1..={max}, got {}",
+                    spec.chunk_tokens
+                ),
+            });
+        }
+        Ok(Classifier {
+            embedder,
+            head,
+            index,
+            k: spec.k,
+            window: spec.chunk_tokens,
+        })
+    }
+
+    pub fn embedder(&self) -> &Embedder {
+        &self.embedder
+    }
+
+    pub fn head(&self) -> &Head {
+        &self.head
+    }
+
+    /// Chunks of a text and their model inputs (`[CLS] … [SEP]`).
+    pub fn chunk_inputs(
+        &self,
+        text: &str,
+    ) -> Result<(Vec<chunk::Chunk>, Vec<Vec<u32>>), EmbedError> {
+        chunk_inputs(&self.embedder, text, self.window)
+    }
+
+    /// Score one text (see the crate docs for the chunk rule).
+    pub fn score(&self, text: &str) -> Result<TextScore, EmbedError> {
+        let (chunks, seqs) = self.chunk_inputs(text)?;
+        let embs = self.embedder.embed_sequences(&seqs)?;
+        let mut best: Option<(usize, f64)> = None;
+        for (i, e) in embs.iter().enumerate() {
+            let p = self.head.probability(e);
+            if best.is_none_or(|(_, b)| p > b) {
+                best = Some((i, p));
+            }
+        }
+        let (i, p) = best.ok_or_else(|| EmbedError::Inference("no chunk to score".into()))?;
+        let neighbours = match &self.index {
+            Some(idx) => idx.nearest(&embs[i], self.k),
+            None => Vec::new(),
+        };
+        Ok(TextScore {
+            probability: p,
+            chunks: chunks.len(),
+            deciding: ChunkScore {
+                index: i,
+                start: chunks[i].start,
+                end: chunks[i].end,
+                probability: p,
+            },
+            neighbours,
+        })
+    }
+}
+
+/// Tokenize once, chunk on sentence boundaries, and build each chunk's input ids.
+pub fn chunk_inputs(
+    embedder: &Embedder,
+    text: &str,
+    window: usize,
+) -> Result<(Vec<chunk::Chunk>, Vec<Vec<u32>>), EmbedError> {
+    let tokens = embedder.tokenize(text)?;
+    let chunks = chunk::chunks(text, &tokens.offsets, window);
+    let seqs = chunks
+        .iter()
+        .map(|c| embedder.with_specials(&tokens.ids[c.tokens.0..c.tokens.1]))
+        .collect();
+    Ok((chunks, seqs))
+}
