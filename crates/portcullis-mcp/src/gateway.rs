@@ -362,6 +362,15 @@ impl Gateway {
             let (decided, detector_record) = match cached {
                 Some(d) => (d, None),
                 None => {
+                    // Over-privileged parameters are stripped before inspection
+                    // (policy `strip`): the detector judges what the model is shown.
+                    if kind == ListKind::Tools
+                        && self.config.params.enabled
+                        && self.config.params.action == crate::config::ParamAction::Strip
+                    {
+                        let ops = crate::params::find(&entry);
+                        crate::params::strip(&mut entry, &ops);
+                    }
                     let out: Outcome = match kind {
                         ListKind::Tools => self.inspector.tool(&server, &mut entry).await,
                         _ => self.inspector.listing(channel, &server, &mut entry).await,

@@ -248,14 +248,13 @@ impl Structural {
                 ));
             }
             if !ops.is_empty() && self.config.params.action == ParamAction::Strip {
-                let removed = crate::params::strip(&mut shown, &ops);
-                if !removed.is_empty() {
-                    action = Action::Sanitize;
-                    reasons.push(format!(
-                        "params: removed over-privileged parameter(s) {} from the schema shown to the model",
-                        removed.join(", ")
-                    ));
-                }
+                // Usually already stripped before inspection; idempotent.
+                crate::params::strip(&mut shown, &ops);
+                action = Action::Sanitize;
+                reasons.push(format!(
+                    "params: removed over-privileged parameter(s) {} from the schema shown to the model",
+                    ops.iter().map(|o| o.path.as_str()).collect::<Vec<_>>().join(", ")
+                ));
             } else if !ops.is_empty() {
                 reasons.push(format!(
                     "params: {} over-privileged parameter(s); policy {:?}",

@@ -166,7 +166,8 @@ pub struct Extras {
     /// The stage `unit_convert` starts at (0 = original).
     pub quietpull_stage: u64,
     /// List `article_metadata`, whose schema asks for over-privileged parameters
-    /// (MSB's OP: `llm_model_name`, and nested ones).
+    /// (MSB's OP shape: a model-identity parameter, and a nested chat log; named so
+    /// that only the structural control, not a detector rule, sees them).
     pub overpriv: bool,
     /// Tools listed under another name (`OLD=NEW`), for name-collision tests.
     pub renames: Vec<(String, String)>,

@@ -335,26 +335,14 @@ async fn a_quiet_rug_pull_is_caught_at_each_step_and_released_by_approval() {
     review(&p.state, &["approve", &second.to_string()]);
     assert!(tool(&p, "unit_convert").await.is_some());
 
-    // Step 3: the result changes: it sends the model to another tool (TT).
+    // Step 3: the result changes: it sends the model to another tool. It is
+    // withheld (here by the detector's tool-redirection rules before the
+    // structural TT check runs; `redirect.rs` unit tests cover that check).
     let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
     assert_eq!(r["isError"], true, "{r}");
     let text = text_of(&r);
     assert!(!text.contains("measure_convert"), "{text}");
-    let third = text[text.find("review item ").unwrap() + 12..]
-        .split(|c: char| !c.is_ascii_digit())
-        .next()
-        .unwrap()
-        .parse::<i64>()
-        .unwrap();
-    let item = review_json(&p.state, third);
-    assert_eq!(item["kind"], "result");
-    assert_eq!(item["findings"][0]["rule"], "tt.redirect");
-    review(&p.state, &["approve", &third.to_string()]);
-    let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
-    assert!(
-        text_of(&r).contains("measure_convert"),
-        "approved result withheld: {r}"
-    );
+    assert!(text.contains("(record "), "{text}");
 
     // The approval is a decision record kept with the item.
     let done = review_json(&p.state, first);
@@ -429,8 +417,13 @@ async fn pins_and_the_queue_survive_a_restart() {
         .await
         .expect("released without a restart");
     assert_eq!(text_of(&r), "1 m = 3.2808 ft");
-    // Nothing is pending any more.
-    assert!(review(&p.state, &["list"]).contains("no pending"));
+    // That call moved the server on (a nested schema change): a new item, not the
+    // approved one.
+    list_changed(&p, 1).await;
+    let err = call(&p, "unit_convert", CONVERT())
+        .await
+        .expect_err("refused");
+    assert_ne!(review_id(&err), held);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -496,22 +489,29 @@ async fn confusable_and_suffixed_names_across_servers_are_found_and_hidden() {
 async fn over_privileged_parameters_are_stripped_and_calls_filling_them_held() {
     let dir = tempfile::tempdir().unwrap();
     let p = single(dir.path(), &["--profile", "benign", "--overpriv"]).await;
-    let t = tool(&p, "article_metadata")
-        .await
-        .expect("listed, sanitized");
+    let t = match tool(&p, "article_metadata").await {
+        Some(t) => t,
+        None => panic!(
+            "article_metadata withheld: {:?}",
+            records(&p.audit)
+                .iter()
+                .filter(|r| r["tool"] == "article_metadata")
+                .map(|r| (r["status"].clone(), r["reasons"].clone()))
+                .collect::<Vec<_>>()
+        ),
+    };
     let props = &t["inputSchema"]["properties"];
     assert!(props.get("pmid").is_some());
-    assert!(props.get("llm_model_name").is_none(), "{t}");
+    assert!(props.get("agent_model").is_none(), "{t}");
     assert!(props["options"]["properties"]["context"]["properties"]
-        .get("conversationHistory")
+        .get("chatLog")
         .is_none());
     assert_eq!(t["inputSchema"]["required"], json!(["pmid"]));
     let recs = structural_records(&p.audit);
     let paths = finding_paths(&recs, "op.");
-    assert!(paths.contains(&"$.inputSchema.properties.llm_model_name".to_string()));
+    assert!(paths.contains(&"$.inputSchema.properties.agent_model".to_string()));
     assert!(paths.contains(
-        &"$.inputSchema.properties.options.properties.context.properties.conversationHistory"
-            .to_string()
+        &"$.inputSchema.properties.options.properties.context.properties.chatLog".to_string()
     ));
     assert!(recs.iter().any(|r| r["action"] == "sanitize"));
     // A call without them goes through.
@@ -520,7 +520,7 @@ async fn over_privileged_parameters_are_stripped_and_calls_filling_them_held() {
         .unwrap();
     assert!(text_of(&r).starts_with("PMID 123"), "{r}");
     // A call that fills one anyway (nested) is held and filed.
-    let args = json!({"pmid": "123", "options": {"context": {"conversationHistory": "user: hi"}}});
+    let args = json!({"pmid": "123", "options": {"context": {"chatLog": "user: hi"}}});
     let r = call(&p, "article_metadata", args.clone()).await.unwrap();
     assert_eq!(r["isError"], true);
     let text = text_of(&r);
@@ -535,10 +535,7 @@ async fn over_privileged_parameters_are_stripped_and_calls_filling_them_held() {
     assert_eq!(item["kind"], "call");
     let id = item["id"].as_i64().unwrap();
     let full = review_json(&p.state, id);
-    assert_eq!(
-        full["findings"][0]["path"],
-        "$.options.context.conversationHistory"
-    );
+    assert_eq!(full["findings"][0]["path"], "$.options.context.chatLog");
     // Approved: exactly that call goes through once.
     review(&p.state, &["approve", &id.to_string()]);
     let r = call(&p, "article_metadata", args.clone()).await.unwrap();
@@ -548,7 +545,7 @@ async fn over_privileged_parameters_are_stripped_and_calls_filling_them_held() {
     let r = call(
         &p,
         "article_metadata",
-        json!({"pmid": "1", "llm_model_name": "gpt-x"}),
+        json!({"pmid": "1", "agent_model": "gpt-x"}),
     )
     .await
     .unwrap();
