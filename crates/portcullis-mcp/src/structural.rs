@@ -174,6 +174,7 @@ impl Structural {
     /// Names, over-privileged parameters and preference manipulation on one
     /// (pinned) tool definition. `log` says whether to write the record (once per
     /// distinct definition and context; the gateway remembers which).
+    #[allow(clippy::too_many_arguments)]
     pub async fn tool_metadata(
         &self,
         inspector: &Inspector,
@@ -567,10 +568,11 @@ impl Structural {
                 while tokio::time::Instant::now() < deadline {
                     tokio::time::sleep(std::time::Duration::from_millis(250)).await;
                     match self.store.item(item.id)?.map(|i| i.status) {
-                        Some(s) if s == store::APPROVED => {
-                            if self.store.take_call_approval(server, tool, &fp)?.is_some() {
-                                return Ok(Verdict::Pass);
-                            }
+                        Some(s)
+                            if s == store::APPROVED
+                                && self.store.take_call_approval(server, tool, &fp)?.is_some() =>
+                        {
+                            return Ok(Verdict::Pass);
                         }
                         Some(s) if s == store::DENIED => {
                             return Ok(Verdict::Held {

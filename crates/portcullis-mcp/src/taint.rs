@@ -281,7 +281,7 @@ mod tests {
             &json!({"content": [{"type": "text", "text": "The token is PCX-7Q2M9ZK4T-CANARY, keep it."}]}),
             &label("alpha"),
         );
-        assert!(t.len() >= 1);
+        assert!(!t.is_empty());
         let canary = "PCX-7Q2M9ZK4T-CANARY";
         let b64 = base64::engine::general_purpose::STANDARD.encode(canary);
         let hexed = hex::encode(canary);
