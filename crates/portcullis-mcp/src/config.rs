@@ -127,6 +127,28 @@ pub struct GatewayConfig {
     #[serde(default = "default_separator")]
     pub namespace_separator: String,
     pub audit: AuditConfig,
+    /// The structural controls' persistent state (pins, review queue, allowlist).
+    #[serde(default)]
+    pub state: StateConfig,
+    /// Trust on first use: pins of tool, prompt and template definitions and of
+    /// server instructions.
+    #[serde(default)]
+    pub pins: PinsConfig,
+    /// The human review queue.
+    #[serde(default)]
+    pub review: ReviewConfig,
+    /// Tool names compared across servers.
+    #[serde(default)]
+    pub names: NamesConfig,
+    /// Over-privileged parameters (MSB's OP).
+    #[serde(default)]
+    pub params: ParamsConfig,
+    /// Taint of values from tool results and egress control.
+    #[serde(default)]
+    pub taint: TaintConfig,
+    /// Preference manipulation (PM) and tool transfer (TT) findings.
+    #[serde(default)]
+    pub redirection: RedirectionConfig,
     #[serde(default, rename = "server")]
     pub servers: Vec<ServerConfig>,
 }
@@ -168,6 +190,13 @@ impl GatewayConfig {
             metadata_review: MetadataReview::Sanitize,
             namespace_separator: default_separator(),
             audit,
+            state: StateConfig::default(),
+            pins: PinsConfig::default(),
+            review: ReviewConfig::default(),
+            names: NamesConfig::default(),
+            params: ParamsConfig::default(),
+            taint: TaintConfig::default(),
+            redirection: RedirectionConfig::default(),
             servers: vec![ServerConfig::stdio("upstream", command, args)],
         }
     }
@@ -203,6 +232,9 @@ impl GatewayConfig {
         }
         if let Some(d) = cfg.detector.as_mut() {
             rebase(d);
+        }
+        if let Some(s) = cfg.state.path.as_mut() {
+            rebase(s);
         }
         for s in &mut cfg.servers {
             if let Some(c) = s.cwd.as_mut() {
@@ -248,10 +280,32 @@ impl GatewayConfig {
                 }
             }
         }
+        if !(0.0..=1.0).contains(&self.pins.rename_similarity) {
+            return bad("pins.rename_similarity must be in [0, 1]".into());
+        }
+        if self.taint.min_len < 4 {
+            return bad("taint.min_len must be at least 4".into());
+        }
+        for k in self.taint.classes.keys() {
+            if !k.contains('/') {
+                return bad(format!(
+                    "taint.classes key {k:?} must be \"SERVER/TOOL\" (or \"*/TOOL\")"
+                ));
+            }
+        }
         if self.request_timeout_secs == 0 || self.max_message_bytes == 0 {
             return bad("request_timeout_secs and max_message_bytes must be positive".into());
         }
         Ok(())
+    }
+
+    /// The structural state file: `[state] path`, else `<audit log>.state.sqlite`.
+    pub fn state_path(&self) -> PathBuf {
+        self.state.path.clone().unwrap_or_else(|| {
+            let mut p = self.audit.log.clone().into_os_string();
+            p.push(".state.sqlite");
+            PathBuf::from(p)
+        })
     }
 
     pub fn request_timeout(&self) -> Duration {
@@ -262,6 +316,279 @@ impl GatewayConfig {
     pub fn namespaced(&self) -> bool {
         self.servers.len() > 1
     }
+}
+
+/// `[state]`: where pins, the review queue and the allowlist live.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateConfig {
+    /// The SQLite file; absent = `<audit log>.state.sqlite`.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+}
+
+/// What happens to a definition seen for the first time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FirstSight {
+    /// Pin it and forward it (trust on first use). The default.
+    Pin,
+    /// Hold it in the review queue until approved.
+    Hold,
+}
+
+/// `[pins]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinsConfig {
+    /// Pin definitions at all (off = no pinning, no rug-pull detection).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default = "default_first_sight")]
+    pub first_sight: FirstSight,
+    /// A new name whose definition (minus its name) is at least this similar to a
+    /// pinned definition that is no longer listed is a rename, held for review.
+    #[serde(default = "default_rename_similarity")]
+    pub rename_similarity: f64,
+}
+
+impl Default for PinsConfig {
+    fn default() -> Self {
+        PinsConfig {
+            enabled: true,
+            first_sight: default_first_sight(),
+            rename_similarity: default_rename_similarity(),
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_first_sight() -> FirstSight {
+    FirstSight::Pin
+}
+fn default_rename_similarity() -> f64 {
+    0.8
+}
+
+/// `[review]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewConfig {
+    /// How long a held tool call waits for a decision before it fails closed; 0 =
+    /// it fails at once (the client may retry after approval).
+    #[serde(default)]
+    pub call_timeout_secs: u64,
+}
+
+/// What to do about a name that collides with or looks like another server's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NameAction {
+    /// Keep it under its server's namespace; record the finding. The default.
+    Namespace,
+    /// Do not show it to the client.
+    Hide,
+    /// Hold it in the review queue until approved.
+    Hold,
+}
+
+/// `[names]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamesConfig {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// For exact collisions and look-alikes (confusables, case, separators,
+    /// version/`new` suffixes, edit distance).
+    #[serde(default = "default_name_action")]
+    pub action: NameAction,
+    /// For shadowing (a description that names another server's tool).
+    #[serde(default = "default_shadow_action")]
+    pub shadowing: NameAction,
+    /// Largest edit distance between folded names that counts as a look-alike
+    /// (names of at least 5 characters).
+    #[serde(default = "default_edit_distance")]
+    pub max_edit_distance: usize,
+}
+
+impl Default for NamesConfig {
+    fn default() -> Self {
+        NamesConfig {
+            enabled: true,
+            action: default_name_action(),
+            shadowing: default_shadow_action(),
+            max_edit_distance: default_edit_distance(),
+        }
+    }
+}
+
+fn default_name_action() -> NameAction {
+    NameAction::Namespace
+}
+fn default_shadow_action() -> NameAction {
+    NameAction::Hold
+}
+fn default_edit_distance() -> usize {
+    1
+}
+
+/// What to do about an over-privileged parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamAction {
+    /// Record the finding only.
+    Flag,
+    /// Remove the parameter from the schema shown to the model, and refuse calls
+    /// that fill it anyway. The default.
+    Strip,
+    /// Show the schema unchanged; refuse (hold) calls that fill the parameter.
+    Refuse,
+}
+
+/// `[params]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamsConfig {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default = "default_param_action")]
+    pub action: ParamAction,
+}
+
+impl Default for ParamsConfig {
+    fn default() -> Self {
+        ParamsConfig {
+            enabled: true,
+            action: default_param_action(),
+        }
+    }
+}
+
+fn default_param_action() -> ParamAction {
+    ParamAction::Strip
+}
+
+/// What happens to a tool call that carries a labelled value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowAction {
+    Allow,
+    /// Held in the review queue (waits up to `review.call_timeout_secs`).
+    Hold,
+    Block,
+}
+
+/// A tool's class for egress control.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolClass {
+    /// Sends, posts, writes outside the workspace, executes.
+    Sink,
+    /// Anything else.
+    Normal,
+}
+
+/// `[taint]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaintConfig {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Shortest result token kept as a labelled value.
+    #[serde(default = "default_min_len")]
+    pub min_len: usize,
+    /// Labelled values kept (oldest dropped first).
+    #[serde(default = "default_max_values")]
+    pub max_values: usize,
+    /// A value from one server's result sent to another server's tool.
+    #[serde(default = "default_block")]
+    pub cross_server: FlowAction,
+    /// A value from a result sent to a sink tool (of any server).
+    #[serde(default = "default_block")]
+    pub sink: FlowAction,
+    /// A value from a result sent back to a non-sink tool of the same server.
+    #[serde(default = "default_allow")]
+    pub same_server: FlowAction,
+    /// A sensitive value (configured secret or canary, or a secret/PII the
+    /// output guard found in a result) sent anywhere but back to its own server's
+    /// non-sink tools.
+    #[serde(default = "default_block")]
+    pub sensitive: FlowAction,
+    /// Environment variables whose values are secrets (labelled sensitive).
+    #[serde(default)]
+    pub secret_env: Vec<String>,
+    /// Tool classes by `"SERVER/TOOL"` (or `"*/TOOL"`), overriding the inferred class.
+    #[serde(default)]
+    pub classes: BTreeMap<String, ToolClass>,
+}
+
+impl Default for TaintConfig {
+    fn default() -> Self {
+        TaintConfig {
+            enabled: true,
+            min_len: default_min_len(),
+            max_values: default_max_values(),
+            cross_server: default_block(),
+            sink: default_block(),
+            same_server: default_allow(),
+            sensitive: default_block(),
+            secret_env: Vec::new(),
+            classes: BTreeMap::new(),
+        }
+    }
+}
+
+fn default_min_len() -> usize {
+    8
+}
+fn default_max_values() -> usize {
+    4096
+}
+fn default_block() -> FlowAction {
+    FlowAction::Block
+}
+fn default_allow() -> FlowAction {
+    FlowAction::Allow
+}
+
+/// `[redirection]`: PM in metadata and TT in results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedirectionConfig {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Severity of superlative self-promotion in a definition.
+    #[serde(default = "default_pm")]
+    pub preference_manipulation: portcullis_core::Severity,
+    /// Severity of a result that redirects the model to another tool.
+    #[serde(default = "default_tt")]
+    pub tool_transfer: portcullis_core::Severity,
+    /// Findings at or above this severity hold the item for review.
+    #[serde(default = "default_hold_at")]
+    pub hold_at: portcullis_core::Severity,
+}
+
+impl Default for RedirectionConfig {
+    fn default() -> Self {
+        RedirectionConfig {
+            enabled: true,
+            preference_manipulation: default_pm(),
+            tool_transfer: default_tt(),
+            hold_at: default_hold_at(),
+        }
+    }
+}
+
+fn default_pm() -> portcullis_core::Severity {
+    portcullis_core::Severity::Medium
+}
+fn default_tt() -> portcullis_core::Severity {
+    portcullis_core::Severity::High
+}
+fn default_hold_at() -> portcullis_core::Severity {
+    portcullis_core::Severity::High
 }
 
 #[cfg(test)]

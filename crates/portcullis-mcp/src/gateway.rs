@@ -12,6 +12,7 @@ use crate::audit::AuditLog;
 use crate::config::GatewayConfig;
 use crate::inspect::{Inspector, Outcome};
 use crate::router::{client_progress_token, withheld_error, ListKind, Router};
+use crate::structural::{pin_kind, Structural, Verdict};
 use crate::upstream::{options, Upstream, UpstreamError};
 use portcullis_core::{sha256_hex, Channel};
 use portcullis_detect::Detector;
@@ -38,6 +39,10 @@ pub enum GatewayError {
     Audit(#[from] crate::audit::AuditError),
     #[error(transparent)]
     Inspect(#[from] crate::inspect::InspectError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Structural(#[from] crate::structural::StructuralError),
 }
 
 /// Pages drained from one upstream list before giving up (a server that returns
@@ -67,6 +72,15 @@ struct Tables {
     templates: Vec<(String, usize)>,
     /// Names/URIs the client must not reach, with the record that withheld them.
     withheld: HashMap<(Channel, String), String>,
+    /// Names withheld by a structural control: re-checked against the state
+    /// store on every call, so an approval from `portcullis review` is seen.
+    held: HashMap<(Channel, String), Verdict>,
+    /// The latest definition of each tool as its server listed it, by (upstream,
+    /// upstream name).
+    defs: HashMap<(usize, String), Value>,
+    /// Structural metadata decisions already recorded (one record per distinct
+    /// definition and name context, not one per list).
+    recorded: std::collections::HashSet<String>,
     decided: HashMap<String, Decided>,
 }
 
@@ -74,6 +88,7 @@ struct Tables {
 pub struct Gateway {
     config: GatewayConfig,
     inspector: Arc<Inspector>,
+    structural: Arc<Structural>,
     router: Arc<Router>,
     upstreams: Vec<Arc<Upstream>>,
     info: InitializeResult,
@@ -108,6 +123,10 @@ impl Gateway {
             config.fail_mode,
             config.request_timeout(),
         ));
+        let structural = Arc::new(Structural::open(
+            &config,
+            &inspector.detector().config().egress.canaries,
+        )?);
         let (relist_tx, mut relist_rx) = tokio::sync::mpsc::unbounded_channel();
         let router = Arc::new(Router::new(inspector.clone(), relist_tx));
         let mut upstreams = Vec::new();
@@ -116,10 +135,11 @@ impl Gateway {
             tracing::info!(server = %s.name, "upstream connected");
             upstreams.push(Arc::new(up));
         }
-        let info = merged_info(&config, &inspector, &upstreams).await?;
+        let info = merged_info(&config, &inspector, &structural, &upstreams).await?;
         let gw = Arc::new(Gateway {
             config,
             inspector,
+            structural,
             router,
             upstreams,
             info,
@@ -324,12 +344,33 @@ impl Gateway {
         };
         let mut visible = Vec::new();
         let _one_at_a_time = self.deciding.lock().await;
+        let listed: Vec<String> = entries
+            .iter()
+            .map(|e| entry_ident(kind, templates, e))
+            .collect();
+        let pin = match (kind, templates) {
+            (ListKind::Tools, _) => Some(pin_kind::TOOL),
+            (ListKind::Prompts, _) => Some(pin_kind::PROMPT),
+            (ListKind::Resources, true) => Some(pin_kind::RESOURCE_TEMPLATE),
+            (ListKind::Resources, false) => None,
+        };
         for mut entry in entries {
+            // The definition as the server sent it: what is pinned and compared.
+            let raw = entry.clone();
             let key = sha256_hex(format!("{server}\n{channel:?}\n{entry}").as_bytes());
             let cached = self.tables().decided.get(&key).cloned();
-            let decided = match cached {
-                Some(d) => d,
+            let (decided, detector_record) = match cached {
+                Some(d) => (d, None),
                 None => {
+                    // Over-privileged parameters are stripped before inspection
+                    // (policy `strip`): the detector judges what the model is shown.
+                    if kind == ListKind::Tools
+                        && self.config.params.enabled
+                        && self.config.params.action == crate::config::ParamAction::Strip
+                    {
+                        let ops = crate::params::find(&entry);
+                        crate::params::strip(&mut entry, &ops);
+                    }
                     let out: Outcome = match kind {
                         ListKind::Tools => self.inspector.tool(&server, &mut entry).await,
                         _ => self.inspector.listing(channel, &server, &mut entry).await,
@@ -338,13 +379,63 @@ impl Gateway {
                     let d = Decided {
                         forward: out.forward,
                         value: entry,
-                        record_id: out.record.id,
+                        record_id: out.record.id.clone(),
                     };
-                    self.tables().decided.insert(key, d.clone());
-                    d
+                    self.tables().decided.insert(key.clone(), d.clone());
+                    (d, Some(out.record))
                 }
             };
             let ident = entry_ident(kind, templates, &decided.value);
+            // Pins: only what the detector lets through is pinned or compared
+            // (a withheld definition stays withheld either way).
+            let verdict = match pin {
+                Some(pk) if decided.forward => self
+                    .structural
+                    .check_definition(
+                        &self.inspector,
+                        channel,
+                        &server,
+                        pk,
+                        &ident,
+                        &raw,
+                        &listed,
+                        detector_record.as_ref(),
+                    )
+                    .await
+                    .map_err(internal)?,
+                _ => Verdict::Pass,
+            };
+            let mut shown = decided.value.clone();
+            let mut verdict = verdict;
+            let mut hidden = false;
+            if kind == ListKind::Tools {
+                self.tables()
+                    .defs
+                    .insert((upstream, ident.clone()), raw.clone());
+                if verdict.passes() && decided.forward {
+                    let others = self.other_tools(upstream);
+                    let context = sha256_hex(
+                        format!(
+                            "{key}\n{}",
+                            others
+                                .iter()
+                                .map(|o| format!("{}/{}", o.server, o.name))
+                                .collect::<Vec<_>>()
+                                .join("\n")
+                        )
+                        .as_bytes(),
+                    );
+                    let log = self.tables().recorded.insert(context);
+                    let d = self
+                        .structural
+                        .tool_metadata(&self.inspector, &server, &ident, &raw, shown, &others, log)
+                        .await
+                        .map_err(internal)?;
+                    shown = d.shown;
+                    verdict = d.verdict;
+                    hidden = d.hidden;
+                }
+            }
             let mut t = self.tables();
             match kind {
                 ListKind::Tools | ListKind::Prompts => {
@@ -358,9 +449,22 @@ impl Gateway {
                     } else {
                         t.prompts.insert(exposed.clone(), route);
                     }
-                    if decided.forward {
+                    if !verdict.passes() {
+                        if hidden {
+                            t.held.remove(&(channel, exposed.clone()));
+                            if let Verdict::Held { record_id, .. } = &verdict {
+                                let k = (channel, exposed);
+                                if !record_id.is_empty() || !t.withheld.contains_key(&k) {
+                                    t.withheld.insert(k, record_id.clone());
+                                }
+                            }
+                        } else {
+                            t.held.insert((channel, exposed), verdict);
+                        }
+                    } else if decided.forward {
                         t.withheld.remove(&(channel, exposed.clone()));
-                        let mut v = decided.value.clone();
+                        t.held.remove(&(channel, exposed.clone()));
+                        let mut v = shown;
                         if let Some(o) = v.as_object_mut() {
                             o.insert("name".into(), Value::String(exposed));
                         }
@@ -377,8 +481,13 @@ impl Gateway {
                     } else {
                         t.resources.insert(ident.clone(), upstream);
                     }
-                    if decided.forward {
-                        t.withheld.remove(&(channel, ident));
+                    if !verdict.passes() {
+                        // A held template is not listed; it is not refused by
+                        // prefix routing (see docs/structural.md).
+                        t.held.insert((channel, ident), verdict);
+                    } else if decided.forward {
+                        t.withheld.remove(&(channel, ident.clone()));
+                        t.held.remove(&(channel, ident));
                         visible.push(decided.value.clone());
                     } else {
                         t.withheld.insert((channel, ident), decided.record_id);
@@ -387,6 +496,23 @@ impl Gateway {
             }
         }
         Ok(visible)
+    }
+
+    /// The tools other upstreams list (as last seen), for name comparisons.
+    fn other_tools(&self, upstream: usize) -> Vec<crate::structural::OtherTool> {
+        let t = self.tables();
+        let mut out: Vec<_> = t
+            .defs
+            .keys()
+            .filter(|(u, _)| *u != upstream)
+            .map(|(u, name)| crate::structural::OtherTool {
+                server: self.upstreams[*u].name().to_string(),
+                earlier: *u < upstream,
+                name: name.clone(),
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.server, &a.name).cmp(&(&b.server, &b.name)));
+        out
     }
 
     /// Re-list one upstream after it said its list changed.
@@ -425,6 +551,38 @@ impl Gateway {
         session: u64,
     ) -> Result<Route, McpError> {
         for attempt in 0..2 {
+            let held = self
+                .tables()
+                .held
+                .get(&(channel, exposed.to_string()))
+                .cloned();
+            if let Some(v) = held {
+                // Re-read the store: an approval from `portcullis review` (any
+                // process) releases the name at once.
+                let approved = match &v {
+                    Verdict::Held {
+                        queue_id: Some(q), ..
+                    } => self.structural.approved(*q).map_err(internal)?,
+                    _ => false,
+                };
+                if approved {
+                    self.tables().held.remove(&(channel, exposed.to_string()));
+                } else {
+                    let record = match &v {
+                        Verdict::Held { record_id, .. } => record_id.clone(),
+                        Verdict::Pass => String::new(),
+                    };
+                    let queue = match &v {
+                        Verdict::Held { queue_id, .. } => *queue_id,
+                        Verdict::Pass => None,
+                    };
+                    return Err(McpError::new(
+                        crate::router::WITHHELD,
+                        v.message(&format!("{exposed:?}")),
+                        Some(json!({ "record_id": record, "review_id": queue })),
+                    ));
+                }
+            }
             {
                 let t = self.tables();
                 if let Some(record) = t.withheld.get(&(channel, exposed.to_string())) {
@@ -562,6 +720,23 @@ impl Gateway {
                 if !egress.forward {
                     return Ok(ServerResult::CallToolResult(withheld_result(&egress)));
                 }
+                // Structural egress controls: over-privileged parameters filled,
+                // labelled values flowing to another server or a sink.
+                let def = self
+                    .tables()
+                    .defs
+                    .get(&(route.upstream, route.name.clone()))
+                    .cloned();
+                let verdict = self
+                    .structural
+                    .call(&self.inspector, &server, &route.name, def.as_ref(), &args)
+                    .await
+                    .map_err(internal)?;
+                if !verdict.passes() {
+                    return Ok(ServerResult::CallToolResult(held_result(
+                        &verdict.message("this tool call"),
+                    )));
+                }
                 r.params.name = route.name.clone().into();
                 let result = self
                     .forward(
@@ -571,13 +746,47 @@ impl Gateway {
                         session,
                     )
                     .await?;
-                self.inspected(
-                    Channel::ToolResult,
-                    route.upstream,
-                    Some(&route.name),
-                    result,
-                )
-                .await
+                let raw = to_value(&result)?;
+                let out = self
+                    .inspected(
+                        Channel::ToolResult,
+                        route.upstream,
+                        Some(&route.name),
+                        result,
+                    )
+                    .await?;
+                if let ServerResult::CallToolResult(forwarded) = &out {
+                    let shown = to_value(forwarded)?;
+                    if !is_withheld(&shown) {
+                        let known: Vec<String> = {
+                            let t = self.tables();
+                            t.tools
+                                .keys()
+                                .cloned()
+                                .chain(t.defs.keys().map(|(_, n)| n.clone()))
+                                .collect()
+                        };
+                        let v = self
+                            .structural
+                            .result(
+                                &self.inspector,
+                                &server,
+                                &route.name,
+                                &raw,
+                                &shown,
+                                &known,
+                                None,
+                            )
+                            .await
+                            .map_err(internal)?;
+                        if !v.passes() {
+                            return Ok(ServerResult::CallToolResult(held_result(
+                                &v.message("this tool result"),
+                            )));
+                        }
+                    }
+                }
+                Ok(out)
             }
             ClientRequest::GetPromptRequest(mut r) => {
                 let exposed = r.params.name.to_string();
@@ -862,6 +1071,7 @@ impl ServerHandler for Session {
 async fn merged_info(
     config: &GatewayConfig,
     inspector: &Inspector,
+    structural: &Structural,
     upstreams: &[Arc<Upstream>],
 ) -> Result<InitializeResult, GatewayError> {
     let mut caps = ServerCapabilities::default();
@@ -891,7 +1101,29 @@ async fn merged_info(
             caps.completions = c.completions.clone();
         }
         if let Some(text) = &up.info.instructions {
-            let (kept, record) = inspector.instructions(up.name(), text).await?;
+            let (mut kept, record) = inspector.instructions(up.name(), text).await?;
+            if kept.is_some() {
+                let v = structural
+                    .check_definition(
+                        inspector,
+                        Channel::ServerInstructions,
+                        up.name(),
+                        pin_kind::INSTRUCTIONS,
+                        "",
+                        &Value::String(text.clone()),
+                        &[String::new()],
+                        Some(&record),
+                    )
+                    .await?;
+                if !v.passes() {
+                    tracing::warn!(
+                        server = up.name(),
+                        "instructions changed since pinned: {}",
+                        v.message("the instructions")
+                    );
+                    kept = None;
+                }
+            }
             match kept {
                 Some(t) if config.namespaced() => parts.push(format!("[{}] {t}", up.name())),
                 Some(t) => parts.push(t),
@@ -951,6 +1183,21 @@ fn passthrough_meta(meta: &RequestMetaObject) -> Option<RequestMetaObject> {
     m.0.remove("progressToken");
     m.0.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
     (!m.0.is_empty()).then_some(m)
+}
+
+/// A tool result in place of one a structural control withheld.
+fn held_result(text: &str) -> CallToolResult {
+    let mut r = CallToolResult::error(vec![ContentBlock::text(text.to_string())]);
+    r.structured_content = None;
+    r
+}
+
+/// Whether a result is the gateway's own "withheld" answer.
+fn is_withheld(v: &Value) -> bool {
+    v["isError"] == true
+        && v["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("portcullis: "))
 }
 
 fn withheld_result(out: &Outcome) -> CallToolResult {

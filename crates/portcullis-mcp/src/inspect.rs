@@ -7,7 +7,7 @@
 
 use crate::audit::AuditLog;
 use crate::config::{FailMode, MetadataReview};
-use portcullis_core::{Action, Channel, DecisionRecord, Span, Status};
+use portcullis_core::{Action, Channel, DecisionRecord, Finding, Span, StageOutput, Status};
 use portcullis_detect::extract::{self, Extracted};
 use portcullis_detect::{Detector, Inspection, RecordMeta};
 use serde_json::Value;
@@ -15,6 +15,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The stage name of structural findings in decision records.
+pub const STAGE_STRUCTURAL: &str = "structural";
 
 /// Keys whose values are binary payloads (images, audio, blobs), not text.
 const BINARY_KEYS: &[&str] = &["blob", "data"];
@@ -157,6 +160,64 @@ impl Inspector {
 
     async fn log(&self, records: Vec<DecisionRecord>) -> Result<(), InspectError> {
         self.audit.append(records).await.map_err(InspectError::from)
+    }
+
+    /// A decision of the structural controls (pins, names, parameters, taint,
+    /// redirection): one stage named `structural` whose findings carry JSON paths.
+    /// Its score is the noisy-OR of the findings' severity weights; the status and
+    /// action come from the configured policy, and the reasons say which. Logged
+    /// durably before it is returned.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn structural(
+        &self,
+        channel: Channel,
+        server: &str,
+        tool: Option<&str>,
+        input: &Value,
+        findings: Vec<Finding>,
+        status: Status,
+        action: Action,
+        reasons: Vec<String>,
+    ) -> Result<DecisionRecord, InspectError> {
+        let weights = self.detector.config().severity_weights;
+        let score = 1.0
+            - findings
+                .iter()
+                .map(|f| 1.0 - weights.weight(f.severity).clamp(0.0, 1.0))
+                .product::<f64>();
+        let text = crate::pins::canonical(input);
+        let meta = self.meta();
+        let record = DecisionRecord {
+            id: meta.id,
+            position: meta.position,
+            time: portcullis_core::now_rfc3339(),
+            config_hash: self.detector.config_hash().to_string(),
+            channel,
+            server: Some(server.to_string()),
+            tool: tool.map(str::to_string),
+            path: None,
+            input_sha256: portcullis_core::sha256_hex(text.as_bytes()),
+            input_len: text.len(),
+            stages: vec![StageOutput {
+                name: STAGE_STRUCTURAL.into(),
+                score,
+                label: if findings.is_empty() {
+                    "clean".into()
+                } else {
+                    "findings".into()
+                },
+                findings,
+                latency_us: 0,
+            }],
+            score,
+            thresholds: self.detector.config().thresholds,
+            status,
+            action,
+            reasons,
+            latency_us: 0,
+        };
+        self.log(vec![record.clone()]).await?;
+        Ok(record)
     }
 
     /// A message (tool result, resource contents, prompt messages, a server's

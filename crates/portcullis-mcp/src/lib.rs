@@ -9,13 +9,25 @@
 //! - [`inspect`] — from MCP messages to decision records; sanitizing metadata.
 //! - [`audit`] — the JSONL audit log with its SQLite index (group commit, fsync).
 //! - [`serve`] — the stdio and Streamable HTTP listeners.
+//! - [`structural`] — the structural controls (issue 7): [`pins`] (trust on first
+//!   use, rug-pull detection), [`names`] (names across servers), [`params`]
+//!   (over-privileged parameters), [`taint`] (taint and egress), [`redirect`]
+//!   (preference manipulation, tool transfer), [`store`] (pins, review queue,
+//!   allowlist in SQLite).
 
 pub mod audit;
 pub mod config;
 pub mod gateway;
 pub mod inspect;
+pub mod names;
+pub mod params;
+pub mod pins;
+pub mod redirect;
 pub mod router;
 pub mod serve;
+pub mod store;
+pub mod structural;
+pub mod taint;
 pub mod upstream;
 
 /// The newest protocol revision the gateway speaks, on both sides. Revisions from

@@ -151,6 +151,26 @@ pub struct ServerOptions {
     pub faults: bool,
     /// The transport; `garbage` is only offered on stdio.
     pub transport: TransportKind,
+    /// Structural-control fixtures (any profile): see [`Extras`].
+    pub extras: Extras,
+}
+
+/// Fixtures for the structural controls, switched on independently of the poisons
+/// (so `--poison all` keeps its meaning).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Extras {
+    /// List `unit_convert`, a quiet rug pull: each of its first calls changes it,
+    /// in wording no keyword filter would flag. Stage 1: its description; stage 2:
+    /// a nested schema field; stage 3 on: its result redirects to another tool.
+    pub quietpull: bool,
+    /// The stage `unit_convert` starts at (0 = original).
+    pub quietpull_stage: u64,
+    /// List `article_metadata`, whose schema asks for over-privileged parameters
+    /// (MSB's OP shape: a model-identity parameter, and a nested chat log; named so
+    /// that only the structural control, not a detector rule, sees them).
+    pub overpriv: bool,
+    /// Tools listed under another name (`OLD=NEW`), for name-collision tests.
+    pub renames: Vec<(String, String)>,
 }
 
 impl ServerOptions {
@@ -160,6 +180,7 @@ impl ServerOptions {
             poisons: BTreeSet::new(),
             faults: false,
             transport: TransportKind::Stdio,
+            extras: Extras::default(),
         }
     }
 
@@ -169,6 +190,7 @@ impl ServerOptions {
             poisons,
             faults: true,
             transport: TransportKind::Stdio,
+            extras: Extras::default(),
         }
     }
 

@@ -3,6 +3,7 @@
 mod corpus;
 mod eval;
 mod proxy;
+mod review;
 mod scan;
 
 use anyhow::{Context, Result};
@@ -49,6 +50,9 @@ enum Command {
     /// The MCP gateway: front one stdio server (`-- COMMAND ARGS…`) or several
     /// (`--config FILE`), over stdio and/or Streamable HTTP.
     Proxy(proxy::ProxyArgs),
+    /// The gateway's human review queue: list, show (with diff and taint path),
+    /// approve, deny.
+    Review(review::ReviewArgs),
     /// Print the effective configuration (TOML) and its hash.
     Config {
         #[command(flatten)]
@@ -144,6 +148,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Calibrate(a) => corpus::calibrate(a).map(|_| ExitCode::SUCCESS),
         Command::Eval(a) => eval::run(a),
         Command::Proxy(a) => proxy::run(a),
+        Command::Review(a) => review::run(a),
         Command::Rules { detector } => {
             let d = detector.load()?;
             for c in d.rules().categories() {

@@ -47,7 +47,7 @@ pub struct ProxyArgs {
     pub command: Vec<String>,
 }
 
-fn default_audit_log() -> PathBuf {
+pub fn default_audit_log() -> PathBuf {
     if let Some(p) = std::env::var_os("PORTCULLIS_AUDIT_LOG").filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
     }

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 use clap::Parser;
-use portcullis_testkit::{HttpServer, Poison, Profile, ServerOptions, TransportKind};
+use portcullis_testkit::{Extras, HttpServer, Poison, Profile, ServerOptions, TransportKind};
 
 /// MCP test server for Portcullis: benign tools, poison on every channel, fault tools.
 #[derive(Debug, Parser)]
@@ -30,6 +30,19 @@ struct Args {
     /// (the attack profile always lists them).
     #[arg(long)]
     faults: bool,
+    /// List `unit_convert`, a quiet rug pull (description, then a nested schema
+    /// field, then its result change after successive calls).
+    #[arg(long)]
+    quietpull: bool,
+    /// The stage `unit_convert` starts at (0-3).
+    #[arg(long, default_value_t = 0)]
+    quietpull_stage: u64,
+    /// List `article_metadata`, with over-privileged parameters (MSB's OP).
+    #[arg(long)]
+    overpriv: bool,
+    /// List a tool under another name: OLD=NEW (repeatable).
+    #[arg(long = "rename", value_name = "OLD=NEW")]
+    renames: Vec<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -52,6 +65,20 @@ fn main() -> anyhow::Result<()> {
         },
         faults: args.faults || args.profile == Profile::Attack,
         transport: args.transport,
+        extras: Extras {
+            quietpull: args.quietpull,
+            quietpull_stage: args.quietpull_stage,
+            overpriv: args.overpriv,
+            renames: args
+                .renames
+                .iter()
+                .map(|r| {
+                    r.split_once('=')
+                        .map(|(a, b)| (a.to_string(), b.to_string()))
+                        .with_context(|| format!("--rename {r:?}: expected OLD=NEW"))
+                })
+                .collect::<anyhow::Result<_>>()?,
+        },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -1,0 +1,187 @@
+//! Definitions as pinnable values: the canonical hash (object keys sorted at every
+//! depth, arrays in order, so key order never matters and element order does), a
+//! field-by-field diff by JSON path, and the similarity used to tell a rename from
+//! a new definition.
+
+use portcullis_core::sha256_hex;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The canonical JSON text of a value: keys sorted at every depth, no whitespace.
+pub fn canonical(v: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let sorted: BTreeMap<&String, &Value> = m.iter().collect();
+            out.push('{');
+            for (i, (k, v)) in sorted.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                write_canonical(v, out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, v) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(v, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// SHA-256 of the canonical JSON of a whole definition.
+pub fn hash(v: &Value) -> String {
+    sha256_hex(canonical(v).as_bytes())
+}
+
+/// One changed field: its JSON path and the values before and after (`None` =
+/// absent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub path: String,
+    pub before: Option<Value>,
+    pub after: Option<Value>,
+}
+
+/// A path segment for an object key, in the form `extract` writes.
+pub fn key_segment(key: &str) -> String {
+    let plain = key
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if plain {
+        format!(".{key}")
+    } else {
+        format!("[{}]", Value::String(key.to_string()))
+    }
+}
+
+/// Field-by-field differences between two definitions, by JSON path, in path order.
+pub fn diff(before: &Value, after: &Value) -> Vec<Change> {
+    let mut out = Vec::new();
+    walk("$".to_string(), Some(before), Some(after), &mut out);
+    out
+}
+
+fn walk(path: String, a: Option<&Value>, b: Option<&Value>, out: &mut Vec<Change>) {
+    match (a, b) {
+        (Some(Value::Object(x)), Some(Value::Object(y))) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                walk(format!("{path}{}", key_segment(k)), x.get(k), y.get(k), out);
+            }
+        }
+        (Some(Value::Array(x)), Some(Value::Array(y))) => {
+            for i in 0..x.len().max(y.len()) {
+                walk(format!("{path}[{i}]"), x.get(i), y.get(i), out);
+            }
+        }
+        (a, b) if a != b => out.push(Change {
+            path,
+            before: a.cloned(),
+            after: b.cloned(),
+        }),
+        _ => {}
+    }
+}
+
+/// Every leaf of a value as `path=value`, except the top-level `name`.
+fn leaves(v: &Value) -> BTreeSet<String> {
+    fn go(path: String, v: &Value, out: &mut BTreeSet<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    if path == "$" && k == "name" {
+                        continue;
+                    }
+                    go(format!("{path}{}", key_segment(k)), v, out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, v) in a.iter().enumerate() {
+                    go(format!("{path}[{i}]"), v, out);
+                }
+            }
+            other => {
+                out.insert(format!("{path}={other}"));
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    go("$".into(), v, &mut out);
+    out
+}
+
+/// Jaccard similarity of two definitions' leaves, ignoring their names: 1.0 for
+/// definitions that differ only by name.
+pub fn similarity(a: &Value, b: &Value) -> f64 {
+    let (x, y) = (leaves(a), leaves(b));
+    let union = x.union(&y).count();
+    if union == 0 {
+        return 1.0;
+    }
+    x.intersection(&y).count() as f64 / union as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_hash_ignores_key_order_but_not_array_order() {
+        let a = json!({"name": "t", "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}, "b": {}}}, "x": [1, 2]});
+        let b: Value = serde_json::from_str(
+            r#"{"x": [1, 2], "inputSchema": {"properties": {"b": {}, "a": {"type": "string"}}, "type": "object"}, "name": "t"}"#,
+        )
+        .unwrap();
+        assert_eq!(hash(&a), hash(&b));
+        let c = json!({"name": "t", "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}, "b": {}}}, "x": [2, 1]});
+        assert_ne!(hash(&a), hash(&c));
+    }
+
+    #[test]
+    fn the_diff_names_nested_paths() {
+        let a = json!({"name": "t", "description": "d", "inputSchema": {"properties": {"o": {"properties": {"p": {"maximum": 6}}}, "we ird": {"type": "string"}}}});
+        let b = json!({"name": "t", "description": "d2", "inputSchema": {"properties": {"o": {"properties": {"p": {"maximum": 12}}}}}});
+        let d = diff(&a, &b);
+        let paths: Vec<&str> = d.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                "$.description",
+                "$.inputSchema.properties.o.properties.p.maximum",
+                "$.inputSchema.properties[\"we ird\"]"
+            ]
+        );
+        assert_eq!(d[1].before, Some(json!(6)));
+        assert_eq!(d[1].after, Some(json!(12)));
+        assert_eq!(d[2].after, None);
+    }
+
+    #[test]
+    fn a_rename_is_near_identical_and_a_new_tool_is_not() {
+        let a = json!({"name": "read_file", "description": "Reads a file from the workspace.", "inputSchema": {"type": "object", "properties": {"path": {"type": "string", "description": "File path"}}}});
+        let mut renamed = a.clone();
+        renamed["name"] = json!("read_file_v2");
+        assert_eq!(similarity(&a, &renamed), 1.0);
+        let other = json!({"name": "add", "description": "Adds two integers.", "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}});
+        assert!(similarity(&a, &other) < 0.5);
+    }
+}

@@ -1,0 +1,595 @@
+//! The structural controls' persistent state: one SQLite file holding the pins
+//! (trust on first use), the human review queue and the allowlist that
+//! "remember" decisions write.
+//!
+//! Nothing the gateway decides on is cached in memory: every check is a query, so
+//! a `portcullis review approve` from another process is seen by a running gateway
+//! on its next check, and everything survives a restart.
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("state store {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("state store {path}: {message}")]
+    Io { path: PathBuf, message: String },
+    #[error("review item {0} does not exist")]
+    NoItem(i64),
+    #[error("review item {id} is already {status}")]
+    Decided { id: i64, status: String },
+}
+
+/// A pinned definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pin {
+    pub server: String,
+    /// `tool`, `prompt`, `resource_template` or `instructions`.
+    pub kind: String,
+    pub name: String,
+    pub hash: String,
+    pub definition: Value,
+    pub pinned_at: String,
+}
+
+/// What a review item is about.
+pub mod kind {
+    /// A definition that is new (first sight under `hold`), changed or renamed.
+    pub const DEFINITION: &str = "definition";
+    /// A tool call held by an egress control (taint, over-privileged parameter).
+    pub const CALL: &str = "call";
+    /// A tool result held by a structural finding (tool transfer).
+    pub const RESULT: &str = "result";
+    /// A tool definition held for a structural finding on its metadata (names
+    /// across servers, shadowing, preference manipulation).
+    pub const METADATA: &str = "metadata";
+}
+
+/// A new review item, as the gateway files it.
+#[derive(Debug, Clone, Default)]
+pub struct NewItem {
+    pub kind: String,
+    pub server: String,
+    pub name: String,
+    /// What exactly is held (definition hash, argument hash, result hash): an
+    /// approval applies to this and nothing else.
+    pub fingerprint: String,
+    pub record_id: String,
+    pub summary: String,
+    pub findings: Value,
+    pub diff: Value,
+    pub detail: Value,
+    /// Allowlist keys a "remember" decision writes.
+    pub allow_keys: Vec<String>,
+    /// The decision record that held the item (a template for the decision
+    /// records of the review).
+    pub record: Value,
+}
+
+/// One item of the review queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueItem {
+    pub id: i64,
+    pub created: String,
+    pub kind: String,
+    pub server: String,
+    pub name: String,
+    pub fingerprint: String,
+    /// `pending`, `approved` or `denied`.
+    pub status: String,
+    pub record_id: String,
+    pub summary: String,
+    pub findings: Value,
+    pub diff: Value,
+    pub detail: Value,
+    pub allow_keys: Vec<String>,
+    pub record: Value,
+    pub note: Option<String>,
+    pub decided_at: Option<String>,
+    pub remember: bool,
+    /// Times an approved call item has let its call through.
+    pub used: i64,
+    /// The decision record of the human decision (null while pending).
+    pub decision: Value,
+}
+
+pub const PENDING: &str = "pending";
+pub const APPROVED: &str = "approved";
+pub const DENIED: &str = "denied";
+
+/// The state store (one connection; SQLite serializes writers across processes).
+pub struct Store {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS pins (
+    server TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,
+    hash TEXT NOT NULL, definition TEXT NOT NULL, pinned_at TEXT NOT NULL,
+    PRIMARY KEY (server, kind, name));
+CREATE TABLE IF NOT EXISTS queue (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created TEXT NOT NULL, kind TEXT NOT NULL, server TEXT NOT NULL, name TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, status TEXT NOT NULL, record_id TEXT NOT NULL,
+    summary TEXT NOT NULL, findings TEXT NOT NULL, diff TEXT NOT NULL, detail TEXT NOT NULL,
+    allow_keys TEXT NOT NULL, record TEXT NOT NULL,
+    note TEXT, decided_at TEXT, remember INTEGER NOT NULL DEFAULT 0,
+    used INTEGER NOT NULL DEFAULT 0, decision TEXT);
+CREATE INDEX IF NOT EXISTS queue_subject ON queue (kind, server, name, fingerprint);
+CREATE TABLE IF NOT EXISTS allow (
+    kind TEXT NOT NULL, server TEXT NOT NULL, name TEXT NOT NULL, key TEXT NOT NULL,
+    note TEXT, created TEXT NOT NULL, queue_id INTEGER,
+    PRIMARY KEY (kind, server, name, key));
+";
+
+const ITEM_COLUMNS: &str = "id, created, kind, server, name, fingerprint, status, record_id, \
+summary, findings, diff, detail, allow_keys, record, note, decided_at, remember, used, decision";
+
+fn json_col(s: String) -> Value {
+    serde_json::from_str(&s).unwrap_or(Value::Null)
+}
+
+fn item_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<QueueItem> {
+    Ok(QueueItem {
+        id: row.get(0)?,
+        created: row.get(1)?,
+        kind: row.get(2)?,
+        server: row.get(3)?,
+        name: row.get(4)?,
+        fingerprint: row.get(5)?,
+        status: row.get(6)?,
+        record_id: row.get(7)?,
+        summary: row.get(8)?,
+        findings: json_col(row.get(9)?),
+        diff: json_col(row.get(10)?),
+        detail: json_col(row.get(11)?),
+        allow_keys: serde_json::from_str(&row.get::<_, String>(12)?).unwrap_or_default(),
+        record: json_col(row.get(13)?),
+        note: row.get(14)?,
+        decided_at: row.get(15)?,
+        remember: row.get::<_, i64>(16)? != 0,
+        used: row.get(17)?,
+        decision: row
+            .get::<_, Option<String>>(18)?
+            .map(json_col)
+            .unwrap_or(Value::Null),
+    })
+}
+
+impl Store {
+    /// Open (or create) the store.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Io {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?;
+        }
+        let sq = |source| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(sq)?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(sq)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sq)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(sq)?;
+        conn.execute_batch(SCHEMA).map_err(sq)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut conn).map_err(|source| StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    pub fn pin(&self, server: &str, kind: &str, name: &str) -> Result<Option<Pin>, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT server, kind, name, hash, definition, pinned_at FROM pins
+                 WHERE server = ?1 AND kind = ?2 AND name = ?3",
+                params![server, kind, name],
+                pin_of,
+            )
+            .optional()
+        })
+    }
+
+    /// Every pin of one server and kind.
+    pub fn pins(&self, server: &str, kind: &str) -> Result<Vec<Pin>, StoreError> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT server, kind, name, hash, definition, pinned_at FROM pins
+                 WHERE server = ?1 AND kind = ?2 ORDER BY name",
+            )?;
+            let rows = st.query_map(params![server, kind], pin_of)?;
+            rows.collect()
+        })
+    }
+
+    pub fn set_pin(
+        &self,
+        server: &str,
+        kind: &str,
+        name: &str,
+        hash: &str,
+        definition: &Value,
+    ) -> Result<(), StoreError> {
+        self.with(|c| upsert_pin(c, server, kind, name, hash, definition).map(|_| ()))
+    }
+
+    /// File an item, unless one for the same subject and fingerprint is already
+    /// pending (then that one is returned). Returns the item and whether it is new.
+    pub fn enqueue(&self, item: NewItem) -> Result<(QueueItem, bool), StoreError> {
+        self.with(|c| {
+            let tx = c.transaction()?;
+            let existing = tx
+                .query_row(
+                    &format!(
+                        "SELECT {ITEM_COLUMNS} FROM queue WHERE kind = ?1 AND server = ?2
+                         AND name = ?3 AND fingerprint = ?4 AND status = 'pending'
+                         ORDER BY id DESC LIMIT 1"
+                    ),
+                    params![item.kind, item.server, item.name, item.fingerprint],
+                    item_of,
+                )
+                .optional()?;
+            if let Some(e) = existing {
+                tx.commit()?;
+                return Ok((e, false));
+            }
+            tx.execute(
+                "INSERT INTO queue (created, kind, server, name, fingerprint, status, record_id,
+                 summary, findings, diff, detail, allow_keys, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                params![
+                    portcullis_core::now_rfc3339(),
+                    item.kind,
+                    item.server,
+                    item.name,
+                    item.fingerprint,
+                    item.record_id,
+                    item.summary,
+                    item.findings.to_string(),
+                    item.diff.to_string(),
+                    item.detail.to_string(),
+                    serde_json::to_string(&item.allow_keys).unwrap_or_else(|_| "[]".into()),
+                    item.record.to_string(),
+                ],
+            )?;
+            let id = tx.last_insert_rowid();
+            let e = tx.query_row(
+                &format!("SELECT {ITEM_COLUMNS} FROM queue WHERE id = ?1"),
+                params![id],
+                item_of,
+            )?;
+            tx.commit()?;
+            Ok((e, true))
+        })
+    }
+
+    pub fn item(&self, id: i64) -> Result<Option<QueueItem>, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                &format!("SELECT {ITEM_COLUMNS} FROM queue WHERE id = ?1"),
+                params![id],
+                item_of,
+            )
+            .optional()
+        })
+    }
+
+    /// The newest item about this subject and fingerprint, whatever its status.
+    pub fn latest(
+        &self,
+        kind: &str,
+        server: &str,
+        name: &str,
+        fingerprint: &str,
+    ) -> Result<Option<QueueItem>, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                &format!(
+                    "SELECT {ITEM_COLUMNS} FROM queue WHERE kind = ?1 AND server = ?2
+                     AND name = ?3 AND fingerprint = ?4 ORDER BY id DESC LIMIT 1"
+                ),
+                params![kind, server, name, fingerprint],
+                item_of,
+            )
+            .optional()
+        })
+    }
+
+    /// Pending items (or all items), oldest first.
+    pub fn list(&self, all: bool) -> Result<Vec<QueueItem>, StoreError> {
+        self.with(|c| {
+            let sql = if all {
+                format!("SELECT {ITEM_COLUMNS} FROM queue ORDER BY id")
+            } else {
+                format!("SELECT {ITEM_COLUMNS} FROM queue WHERE status = 'pending' ORDER BY id")
+            };
+            let mut st = c.prepare(&sql)?;
+            let rows = st.query_map([], item_of)?;
+            rows.collect()
+        })
+    }
+
+    /// Approve or deny a pending item. Approving a definition re-pins it to the
+    /// held version; `remember` writes the item's allowlist keys.
+    pub fn decide(
+        &self,
+        id: i64,
+        approve: bool,
+        note: Option<&str>,
+        remember: bool,
+    ) -> Result<QueueItem, StoreError> {
+        let path = self.path.clone();
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let sq = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = conn.transaction().map_err(sq)?;
+        let item = tx
+            .query_row(
+                &format!("SELECT {ITEM_COLUMNS} FROM queue WHERE id = ?1"),
+                params![id],
+                item_of,
+            )
+            .optional()
+            .map_err(sq)?
+            .ok_or(StoreError::NoItem(id))?;
+        if item.status != PENDING {
+            return Err(StoreError::Decided {
+                id,
+                status: item.status,
+            });
+        }
+        let now = portcullis_core::now_rfc3339();
+        let status = if approve { APPROVED } else { DENIED };
+        tx.execute(
+            "UPDATE queue SET status = ?1, note = ?2, decided_at = ?3, remember = ?4 WHERE id = ?5",
+            params![status, note, now, remember as i64, id],
+        )
+        .map_err(sq)?;
+        if approve && item.kind == kind::DEFINITION {
+            let d = &item.detail;
+            let (Some(pin_kind), Some(hash), Some(def)) = (
+                d.get("pin_kind").and_then(Value::as_str),
+                d.get("hash").and_then(Value::as_str),
+                d.get("definition"),
+            ) else {
+                return Err(StoreError::Io {
+                    path: path.clone(),
+                    message: format!("review item {id} has no definition to pin"),
+                });
+            };
+            upsert_pin(&tx, &item.server, pin_kind, &item.name, hash, def).map_err(sq)?;
+        }
+        if remember {
+            let list = if approve { "allow" } else { "deny" };
+            for key in &item.allow_keys {
+                tx.execute(
+                    "INSERT OR REPLACE INTO allow (kind, server, name, key, note, created, queue_id)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![
+                        format!("{list}:{}", item.kind),
+                        item.server,
+                        item.name,
+                        key,
+                        note,
+                        now,
+                        id
+                    ],
+                )
+                .map_err(sq)?;
+            }
+        }
+        let out = tx
+            .query_row(
+                &format!("SELECT {ITEM_COLUMNS} FROM queue WHERE id = ?1"),
+                params![id],
+                item_of,
+            )
+            .map_err(sq)?;
+        tx.commit().map_err(sq)?;
+        Ok(out)
+    }
+
+    /// Keep the decision record of a human decision with its item.
+    pub fn set_decision_record(&self, id: i64, record: &Value) -> Result<(), StoreError> {
+        self.with(|c| {
+            c.execute(
+                "UPDATE queue SET decision = ?1 WHERE id = ?2",
+                params![record.to_string(), id],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// An approved, not yet used call item for exactly this call: marks it used
+    /// and returns it (one approval lets one call through).
+    pub fn take_call_approval(
+        &self,
+        server: &str,
+        name: &str,
+        fingerprint: &str,
+    ) -> Result<Option<QueueItem>, StoreError> {
+        self.with(|c| {
+            let tx = c.transaction()?;
+            let found = tx
+                .query_row(
+                    &format!(
+                        "SELECT {ITEM_COLUMNS} FROM queue WHERE kind = 'call' AND server = ?1
+                         AND name = ?2 AND fingerprint = ?3 AND status = 'approved' AND used = 0
+                         ORDER BY id LIMIT 1"
+                    ),
+                    params![server, name, fingerprint],
+                    item_of,
+                )
+                .optional()?;
+            if let Some(i) = &found {
+                tx.execute(
+                    "UPDATE queue SET used = used + 1 WHERE id = ?1",
+                    params![i.id],
+                )?;
+            }
+            tx.commit()?;
+            Ok(found)
+        })
+    }
+
+    /// Whether a "remember" approval (`allow`) or denial (`deny`) covers this key.
+    pub fn remembered(
+        &self,
+        list: &str,
+        kind: &str,
+        server: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<bool, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT 1 FROM allow WHERE kind = ?1 AND server = ?2 AND name = ?3
+                 AND (key = ?4 OR key = '*')",
+                params![format!("{list}:{kind}"), server, name, key],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|o| o.is_some())
+        })
+    }
+}
+
+fn pin_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Pin> {
+    Ok(Pin {
+        server: row.get(0)?,
+        kind: row.get(1)?,
+        name: row.get(2)?,
+        hash: row.get(3)?,
+        definition: json_col(row.get(4)?),
+        pinned_at: row.get(5)?,
+    })
+}
+
+fn upsert_pin(
+    c: &Connection,
+    server: &str,
+    kind: &str,
+    name: &str,
+    hash: &str,
+    definition: &Value,
+) -> rusqlite::Result<usize> {
+    c.execute(
+        "INSERT INTO pins (server, kind, name, hash, definition, pinned_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (server, kind, name) DO UPDATE SET hash = excluded.hash,
+           definition = excluded.definition, pinned_at = excluded.pinned_at",
+        params![
+            server,
+            kind,
+            name,
+            hash,
+            definition.to_string(),
+            portcullis_core::now_rfc3339()
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pins_queue_and_decisions_persist_across_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.sqlite");
+        {
+            let s = Store::open(&path).unwrap();
+            s.set_pin("a", "tool", "t", "h1", &json!({"name": "t"}))
+                .unwrap();
+            let new = NewItem {
+                kind: kind::DEFINITION.into(),
+                server: "a".into(),
+                name: "t".into(),
+                fingerprint: "h2".into(),
+                detail: json!({"pin_kind": "tool", "hash": "h2", "definition": {"name": "t", "x": 1}}),
+                allow_keys: vec!["*".into()],
+                ..NewItem::default()
+            };
+            let (i, fresh) = s.enqueue(new.clone()).unwrap();
+            assert!(fresh);
+            let (j, fresh) = s.enqueue(new).unwrap();
+            assert!(!fresh, "the same pending subject is filed once");
+            assert_eq!(i.id, j.id);
+        }
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.pin("a", "tool", "t").unwrap().unwrap().hash, "h1");
+        let pending = s.list(false).unwrap();
+        assert_eq!(pending.len(), 1);
+        let done = s.decide(pending[0].id, true, Some("ok"), true).unwrap();
+        assert_eq!(done.status, APPROVED);
+        assert_eq!(done.note.as_deref(), Some("ok"));
+        assert_eq!(s.pin("a", "tool", "t").unwrap().unwrap().hash, "h2");
+        assert!(s
+            .remembered("allow", kind::DEFINITION, "a", "t", "anything")
+            .unwrap());
+        assert!(matches!(
+            s.decide(pending[0].id, false, None, false),
+            Err(StoreError::Decided { .. })
+        ));
+        assert!(matches!(
+            s.decide(999, true, None, false),
+            Err(StoreError::NoItem(999))
+        ));
+    }
+
+    #[test]
+    fn a_call_approval_is_used_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("s.sqlite")).unwrap();
+        let (i, _) = s
+            .enqueue(NewItem {
+                kind: kind::CALL.into(),
+                server: "a".into(),
+                name: "t".into(),
+                fingerprint: "args".into(),
+                ..NewItem::default()
+            })
+            .unwrap();
+        assert!(s.take_call_approval("a", "t", "args").unwrap().is_none());
+        s.decide(i.id, true, None, false).unwrap();
+        assert!(s.take_call_approval("a", "t", "args").unwrap().is_some());
+        assert!(s.take_call_approval("a", "t", "args").unwrap().is_none());
+    }
+}

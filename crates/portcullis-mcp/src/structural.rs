@@ -1,0 +1,941 @@
+//! The structural controls as the gateway uses them: pin checks on every listed
+//! definition, review-queue filing and the decision records of both. The analyzers
+//! themselves are in [`crate::pins`], [`crate::names`], [`crate::params`],
+//! [`crate::taint`] and [`crate::redirect`]; the state is in [`crate::store`].
+
+use crate::config::{FirstSight, FlowAction, GatewayConfig, NameAction, ParamAction, ToolClass};
+use crate::inspect::{InspectError, Inspector};
+use crate::pins;
+use crate::store::{self, NewItem, QueueItem, Store, StoreError};
+use crate::taint::{Label, TaintStore};
+use portcullis_core::{Action, Channel, DecisionRecord, Finding, Severity, Span, Status};
+use serde_json::{json, Value};
+use std::sync::Mutex;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StructuralError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Inspect(#[from] InspectError),
+}
+
+/// The outcome of a structural check on one item.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Pass,
+    /// Withheld: the record that says why, and the review item if one was filed.
+    Held {
+        record_id: String,
+        queue_id: Option<i64>,
+        why: String,
+    },
+}
+
+impl Verdict {
+    pub fn passes(&self) -> bool {
+        matches!(self, Verdict::Pass)
+    }
+
+    /// The text a client gets for a held item.
+    pub fn message(&self, what: &str) -> String {
+        match self {
+            Verdict::Pass => String::new(),
+            Verdict::Held {
+                record_id,
+                queue_id,
+                why,
+            } => match queue_id {
+                Some(q) => format!(
+                    "portcullis: {what} is held for review (record {record_id}, review item {q}: \
+                     `portcullis review show {q}`). {why}"
+                ),
+                None => format!("portcullis: {what} was blocked (record {record_id}). {why}"),
+            },
+        }
+    }
+}
+
+/// Pin kinds.
+pub mod pin_kind {
+    pub const TOOL: &str = "tool";
+    pub const PROMPT: &str = "prompt";
+    pub const RESOURCE_TEMPLATE: &str = "resource_template";
+    pub const INSTRUCTIONS: &str = "instructions";
+}
+
+/// Cut a JSON value to a short excerpt for a finding.
+pub fn short(v: Option<&Value>) -> String {
+    let s = match v {
+        None => "(absent)".to_string(),
+        Some(Value::String(s)) => format!("{s:?}"),
+        Some(other) => other.to_string(),
+    };
+    if s.chars().count() > 56 {
+        let cut: String = s.chars().take(55).collect();
+        format!("{cut}…")
+    } else {
+        s
+    }
+}
+
+/// A structural finding on a JSON path.
+pub fn finding(
+    rule: &str,
+    category: &str,
+    severity: Severity,
+    path: &str,
+    excerpt: String,
+) -> Finding {
+    Finding {
+        rule: rule.into(),
+        category: category.into(),
+        severity,
+        view: "structure".into(),
+        span: Span { start: 0, end: 0 },
+        excerpt,
+        path: Some(path.to_string()),
+        allowlisted: false,
+    }
+}
+
+/// Pins, queue, taint, records.
+#[derive(Debug)]
+pub struct Structural {
+    pub store: Store,
+    pub config: GatewayConfig,
+    taint: Mutex<TaintStore>,
+}
+
+/// What the metadata controls decided about one tool definition.
+#[derive(Debug, Clone)]
+pub struct ToolDecision {
+    pub verdict: Verdict,
+    /// The definition to show (over-privileged parameters stripped).
+    pub shown: Value,
+    /// Whether the tool is hidden (names policy `hide`), not held.
+    pub hidden: bool,
+}
+
+/// Another server's tool, for name comparisons.
+#[derive(Debug, Clone)]
+pub struct OtherTool {
+    pub server: String,
+    /// Whether its server comes before this one in the configuration (an
+    /// earlier server keeps a contested name).
+    pub earlier: bool,
+    pub name: String,
+}
+
+fn stronger(a: FlowAction, b: FlowAction) -> FlowAction {
+    let rank = |x: FlowAction| match x {
+        FlowAction::Allow => 0,
+        FlowAction::Hold => 1,
+        FlowAction::Block => 2,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
+
+impl Structural {
+    /// Open the state store; `canaries` (the detector's) and the configured
+    /// secret environment variables are labelled sensitive from the start.
+    pub fn open(config: &GatewayConfig, canaries: &[String]) -> Result<Structural, StoreError> {
+        let mut taint = TaintStore::new(config.taint.max_values, config.taint.min_len);
+        let label = |what: &str| Label {
+            server: "config".into(),
+            tool: what.into(),
+            record_id: "config".into(),
+            sensitive: true,
+            source: "config",
+        };
+        for c in canaries {
+            taint.add(c, label("canary"));
+        }
+        for var in &config.taint.secret_env {
+            if let Some(v) = std::env::var(var).ok().filter(|v| !v.is_empty()) {
+                taint.add(&v, label(var));
+            }
+        }
+        Ok(Structural {
+            store: Store::open(&config.state_path())?,
+            config: config.clone(),
+            taint: Mutex::new(taint),
+        })
+    }
+
+    fn taint(&self) -> std::sync::MutexGuard<'_, TaintStore> {
+        self.taint.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Names, over-privileged parameters and preference manipulation on one
+    /// (pinned) tool definition. `log` says whether to write the record (once per
+    /// distinct definition and context; the gateway remembers which).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn tool_metadata(
+        &self,
+        inspector: &Inspector,
+        server: &str,
+        name: &str,
+        raw: &Value,
+        shown: Value,
+        others: &[OtherTool],
+        log: bool,
+    ) -> Result<ToolDecision, StructuralError> {
+        let mut shown = shown;
+        let mut findings = Vec::new();
+        let mut reasons = Vec::new();
+        let mut hold = false;
+        let mut hide = false;
+        let names = &self.config.names;
+        if names.enabled {
+            let description = raw.get("description").and_then(Value::as_str).unwrap_or("");
+            for o in others {
+                if o.earlier {
+                    if let Some(rule) =
+                        crate::names::compare(name, &o.name, names.max_edit_distance)
+                    {
+                        findings.push(finding(
+                            rule,
+                            "name_collision",
+                            Severity::Medium,
+                            "$.name",
+                            format!("{name:?} vs {}/{:?}", o.server, o.name),
+                        ));
+                        match names.action {
+                            NameAction::Namespace => {}
+                            NameAction::Hide => hide = true,
+                            NameAction::Hold => hold = true,
+                        }
+                    }
+                }
+                if o.name != name && crate::names::mentions(description, &o.name) {
+                    findings.push(finding(
+                        "names.shadowing",
+                        "shadowing",
+                        Severity::High,
+                        "$.description",
+                        format!("names {}/{:?}", o.server, o.name),
+                    ));
+                    match names.shadowing {
+                        NameAction::Namespace => {}
+                        NameAction::Hide => hide = true,
+                        NameAction::Hold => hold = true,
+                    }
+                }
+            }
+            if !findings.is_empty() {
+                reasons.push(format!(
+                    "names: {} finding(s) against other servers' tools; policy {:?}/{:?}",
+                    findings.len(),
+                    names.action,
+                    names.shadowing
+                ));
+            }
+        }
+        let mut action = Action::Pass;
+        if self.config.params.enabled {
+            let ops = crate::params::find(raw);
+            for o in &ops {
+                findings.push(finding(
+                    &format!("op.{}", o.category),
+                    "over_privileged_parameter",
+                    Severity::High,
+                    &o.path,
+                    format!("asks for {} ({:?})", o.category.replace('_', " "), o.term),
+                ));
+            }
+            if !ops.is_empty() && self.config.params.action == ParamAction::Strip {
+                // Usually already stripped before inspection; idempotent.
+                crate::params::strip(&mut shown, &ops);
+                action = Action::Sanitize;
+                reasons.push(format!(
+                    "params: removed over-privileged parameter(s) {} from the schema shown to the model",
+                    ops.iter().map(|o| o.path.as_str()).collect::<Vec<_>>().join(", ")
+                ));
+            } else if !ops.is_empty() {
+                reasons.push(format!(
+                    "params: {} over-privileged parameter(s); policy {:?}",
+                    ops.len(),
+                    self.config.params.action
+                ));
+            }
+        }
+        let red = &self.config.redirection;
+        if red.enabled {
+            for h in crate::redirect::preference(raw) {
+                let mut f = finding(
+                    "pm.self_promotion",
+                    "preference_manipulation",
+                    red.preference_manipulation,
+                    &h.path,
+                    format!("{:?}", h.phrase.trim()),
+                );
+                f.span = h.span;
+                findings.push(f);
+                if red.preference_manipulation >= red.hold_at {
+                    hold = true;
+                }
+                reasons.push(format!(
+                    "redirection: preference manipulation ({:?}), severity {}",
+                    h.phrase.trim(),
+                    red.preference_manipulation.as_str()
+                ));
+            }
+        }
+        if findings.is_empty() {
+            return Ok(ToolDecision {
+                verdict: Verdict::Pass,
+                shown,
+                hidden: false,
+            });
+        }
+        let fp = pins::hash(raw);
+        if hold {
+            let approved = self
+                .store
+                .latest(store::kind::METADATA, server, name, &fp)?
+                .is_some_and(|i| i.status == store::APPROVED)
+                || self
+                    .store
+                    .remembered("allow", store::kind::METADATA, server, name, &fp)?;
+            if approved {
+                hold = false;
+                reasons.push("approved at review".into());
+            }
+        }
+        let (status, act) = if hold {
+            (Status::Review, Action::Hold)
+        } else if hide {
+            (Status::Block, Action::Deny)
+        } else {
+            (Status::Allow, action)
+        };
+        if hide && !hold {
+            reasons.push("names: hidden from the client (names.action = hide)".into());
+        }
+        if hold {
+            if let Some(existing) = self
+                .store
+                .latest(store::kind::METADATA, server, name, &fp)?
+            {
+                if existing.status != store::APPROVED {
+                    return Ok(ToolDecision {
+                        verdict: Verdict::Held {
+                            record_id: existing.record_id,
+                            queue_id: Some(existing.id),
+                            why: existing.summary,
+                        },
+                        shown,
+                        hidden: false,
+                    });
+                }
+            }
+        }
+        if !log && !hold {
+            return Ok(ToolDecision {
+                verdict: if hide {
+                    Verdict::Held {
+                        record_id: String::new(),
+                        queue_id: None,
+                        why: "hidden by the names policy".into(),
+                    }
+                } else {
+                    Verdict::Pass
+                },
+                shown,
+                hidden: hide,
+            });
+        }
+        let record = inspector
+            .structural(
+                Channel::ToolDefinition,
+                server,
+                Some(name),
+                raw,
+                findings.clone(),
+                status,
+                act,
+                reasons.clone(),
+            )
+            .await?;
+        if hold {
+            let (_, v) = self.file(NewItem {
+                kind: store::kind::METADATA.into(),
+                server: server.into(),
+                name: name.into(),
+                fingerprint: fp,
+                record_id: record.id.clone(),
+                summary: reasons.join("; "),
+                findings: serde_json::to_value(&findings).unwrap_or(Value::Null),
+                diff: Value::Null,
+                detail: json!({ "definition": raw }),
+                allow_keys: vec!["*".into()],
+                record: serde_json::to_value(&record).unwrap_or(Value::Null),
+            })?;
+            return Ok(ToolDecision {
+                verdict: v,
+                shown,
+                hidden: false,
+            });
+        }
+        Ok(ToolDecision {
+            verdict: if hide {
+                Verdict::Held {
+                    record_id: record.id,
+                    queue_id: None,
+                    why: "hidden by the names policy".into(),
+                }
+            } else {
+                Verdict::Pass
+            },
+            shown,
+            hidden: hide,
+        })
+    }
+
+    /// Egress controls on one call: over-privileged parameters filled, labelled
+    /// values flowing to another server or a sink. `Pass` forwards the call.
+    pub async fn call(
+        &self,
+        inspector: &Inspector,
+        server: &str,
+        tool: &str,
+        def: Option<&Value>,
+        args: &Value,
+    ) -> Result<Verdict, StructuralError> {
+        let fp = pins::hash(&json!({"server": server, "tool": tool, "arguments": args}));
+        let mut findings = Vec::new();
+        let mut reasons = Vec::new();
+        let mut allow_keys = Vec::new();
+        let mut action = FlowAction::Allow;
+        if let (true, Some(def)) = (self.config.params.enabled, def) {
+            if self.config.params.action != ParamAction::Flag {
+                for o in crate::params::find(def) {
+                    let Some(ap) = &o.arg_path else { continue };
+                    if !crate::params::filled(args, ap) {
+                        continue;
+                    }
+                    if self
+                        .store
+                        .remembered("allow", store::kind::CALL, server, tool, &o.path)?
+                    {
+                        continue;
+                    }
+                    let arg = ap.iter().fold("$".to_string(), |p, s| {
+                        if s == "[]" {
+                            format!("{p}[*]")
+                        } else {
+                            format!("{p}{}", pins::key_segment(s))
+                        }
+                    });
+                    findings.push(finding(
+                        &format!("op.{}", o.category),
+                        "over_privileged_parameter",
+                        Severity::High,
+                        &arg,
+                        format!("fills {} (schema {})", o.category.replace('_', " "), o.path),
+                    ));
+                    reasons.push(format!(
+                        "params: the call fills the over-privileged parameter {arg} ({})",
+                        o.category.replace('_', " ")
+                    ));
+                    allow_keys.push(o.path.clone());
+                    action = stronger(action, FlowAction::Hold);
+                }
+            }
+        }
+        let mut taint_path = Vec::new();
+        if self.config.taint.enabled {
+            let matches = self.taint().matches(args);
+            let class = crate::taint::class_of(&self.config.taint, server, tool, def);
+            let sink = class == ToolClass::Sink;
+            for m in matches {
+                let cross = m.label.server != server;
+                let (rule, a) = if m.label.sensitive && (cross || sink) {
+                    ("taint.sensitive", self.config.taint.sensitive)
+                } else if cross {
+                    ("taint.cross_server", self.config.taint.cross_server)
+                } else if sink {
+                    ("taint.sink", self.config.taint.sink)
+                } else {
+                    ("taint.same_server", self.config.taint.same_server)
+                };
+                let key = format!("taint:{}/{}", m.label.server, m.label.tool);
+                let a = if a != FlowAction::Allow
+                    && self
+                        .store
+                        .remembered("allow", store::kind::CALL, server, tool, &key)?
+                {
+                    FlowAction::Allow
+                } else {
+                    a
+                };
+                let source = format!(
+                    "{}/{} (record {}{})",
+                    m.label.server,
+                    m.label.tool,
+                    m.label.record_id,
+                    if m.label.sensitive { ", sensitive" } else { "" }
+                );
+                findings.push(finding(
+                    rule,
+                    "taint",
+                    if a == FlowAction::Allow {
+                        Severity::Low
+                    } else {
+                        Severity::High
+                    },
+                    &m.arg_path,
+                    format!("value {} from {source}, {}", m.hint, m.how),
+                ));
+                reasons.push(format!(
+                    "taint: {} carries a value from {source} ({}) into {server}/{tool} ({}); {:?}",
+                    m.arg_path,
+                    m.how,
+                    if sink { "a sink" } else { "not a sink" },
+                    a
+                ));
+                taint_path.push(json!({
+                    "argument": m.arg_path, "encoding": m.how, "value": m.hint,
+                    "origin_server": m.label.server, "origin_tool": m.label.tool,
+                    "origin_record": m.label.record_id, "sensitive": m.label.sensitive,
+                    "source": m.label.source, "target_server": server, "target_tool": tool,
+                    "target_class": if sink { "sink" } else { "normal" }, "rule": rule,
+                }));
+                allow_keys.push(key);
+                action = stronger(action, a);
+            }
+        }
+        if findings.is_empty() {
+            return Ok(Verdict::Pass);
+        }
+        if action != FlowAction::Allow {
+            if let Some(item) = self.store.take_call_approval(server, tool, &fp)? {
+                reasons.push(format!("approved at review (item {})", item.id));
+                action = FlowAction::Allow;
+            }
+        }
+        let (status, act) = match action {
+            FlowAction::Allow => (Status::Allow, Action::Pass),
+            FlowAction::Hold => (Status::Review, Action::Hold),
+            FlowAction::Block => (Status::Block, Action::Deny),
+        };
+        let record = inspector
+            .structural(
+                Channel::ToolArguments,
+                server,
+                Some(tool),
+                args,
+                findings.clone(),
+                status,
+                act,
+                reasons.clone(),
+            )
+            .await?;
+        match action {
+            FlowAction::Allow => Ok(Verdict::Pass),
+            FlowAction::Block => Ok(Verdict::Held {
+                record_id: record.id,
+                queue_id: None,
+                why: reasons.join("; "),
+            }),
+            FlowAction::Hold => {
+                let (item, v) = self.file(NewItem {
+                    kind: store::kind::CALL.into(),
+                    server: server.into(),
+                    name: tool.into(),
+                    fingerprint: fp.clone(),
+                    record_id: record.id.clone(),
+                    summary: reasons.join("; "),
+                    findings: serde_json::to_value(&findings).unwrap_or(Value::Null),
+                    diff: Value::Null,
+                    detail: json!({
+                        "taint": taint_path,
+                        "arguments_sha256": portcullis_core::sha256_hex(pins::canonical(args).as_bytes()),
+                    }),
+                    allow_keys,
+                    record: serde_json::to_value(&record).unwrap_or(Value::Null),
+                })?;
+                let wait = self.config.review.call_timeout_secs;
+                if wait == 0 {
+                    return Ok(v);
+                }
+                let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(wait);
+                while tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                    match self.store.item(item.id)?.map(|i| i.status) {
+                        Some(s)
+                            if s == store::APPROVED
+                                && self.store.take_call_approval(server, tool, &fp)?.is_some() =>
+                        {
+                            return Ok(Verdict::Pass);
+                        }
+                        Some(s) if s == store::DENIED => {
+                            return Ok(Verdict::Held {
+                                record_id: item.record_id,
+                                queue_id: Some(item.id),
+                                why: "denied at review".into(),
+                            })
+                        }
+                        _ => {}
+                    }
+                }
+                Ok(Verdict::Held {
+                    record_id: item.record_id,
+                    queue_id: Some(item.id),
+                    why: format!(
+                        "no decision within review.call_timeout_secs = {wait}; failed closed"
+                    ),
+                })
+            }
+        }
+    }
+
+    /// A forwarded tool result: tool transfer (TT) check, then its values are
+    /// labelled. `raw` is the result as the server sent it, `shown` as forwarded
+    /// (a token the output guard masked is labelled sensitive).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn result(
+        &self,
+        inspector: &Inspector,
+        server: &str,
+        tool: &str,
+        raw: &Value,
+        shown: &Value,
+        known: &[String],
+        record_id: Option<&str>,
+    ) -> Result<Verdict, StructuralError> {
+        let red = &self.config.redirection;
+        if red.enabled {
+            let hits = crate::redirect::transfer(shown, tool, known);
+            if !hits.is_empty() {
+                let fp = pins::hash(raw);
+                let hold = red.tool_transfer >= red.hold_at
+                    && !self
+                        .store
+                        .latest(store::kind::RESULT, server, tool, &fp)?
+                        .is_some_and(|i| i.status == store::APPROVED)
+                    && !self
+                        .store
+                        .remembered("allow", store::kind::RESULT, server, tool, &fp)?;
+                let findings: Vec<Finding> = hits
+                    .iter()
+                    .map(|h| {
+                        let mut f = finding(
+                            "tt.redirect",
+                            "tool_transfer",
+                            red.tool_transfer,
+                            &h.path,
+                            format!("{:?} -> {}", h.phrase, h.target.as_deref().unwrap_or("?")),
+                        );
+                        f.span = h.span;
+                        f
+                    })
+                    .collect();
+                let reason = format!(
+                    "redirection: the result sends the model to another tool ({}); severity {}",
+                    hits.iter()
+                        .filter_map(|h| h.target.clone())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    red.tool_transfer.as_str()
+                );
+                let pending = if hold {
+                    self.store
+                        .latest(store::kind::RESULT, server, tool, &fp)?
+                        .filter(|i| i.status == store::PENDING)
+                } else {
+                    None
+                };
+                if let Some(p) = pending {
+                    return Ok(Verdict::Held {
+                        record_id: p.record_id,
+                        queue_id: Some(p.id),
+                        why: p.summary,
+                    });
+                }
+                let (status, act) = if hold {
+                    (Status::Review, Action::Hold)
+                } else {
+                    (Status::Allow, Action::Pass)
+                };
+                let record = inspector
+                    .structural(
+                        Channel::ToolResult,
+                        server,
+                        Some(tool),
+                        raw,
+                        findings.clone(),
+                        status,
+                        act,
+                        vec![reason.clone()],
+                    )
+                    .await?;
+                if hold {
+                    let (_, v) = self.file(NewItem {
+                        kind: store::kind::RESULT.into(),
+                        server: server.into(),
+                        name: tool.into(),
+                        fingerprint: fp,
+                        record_id: record.id.clone(),
+                        summary: reason,
+                        findings: serde_json::to_value(&findings).unwrap_or(Value::Null),
+                        diff: Value::Null,
+                        detail: json!({ "result": shown }),
+                        allow_keys: vec!["*".into()],
+                        record: serde_json::to_value(&record).unwrap_or(Value::Null),
+                    })?;
+                    return Ok(v);
+                }
+            }
+        }
+        if self.config.taint.enabled {
+            let label = Label {
+                server: server.into(),
+                tool: tool.into(),
+                record_id: record_id.unwrap_or("").into(),
+                sensitive: false,
+                source: "result",
+            };
+            let mut scratch = TaintStore::new(usize::MAX, self.config.taint.min_len);
+            scratch.add_result(shown, &label);
+            let mut t = self.taint();
+            t.add_result(shown, &label);
+            // Tokens of the raw result that did not survive into the forwarded one
+            // were masked by the output guard: secrets or PII.
+            let kept: std::collections::HashSet<String> = scratch.values().into_iter().collect();
+            let mut raw_tokens = TaintStore::new(usize::MAX, self.config.taint.min_len);
+            raw_tokens.add_result(raw, &label);
+            for v in raw_tokens.values() {
+                if !kept.contains(&v) {
+                    t.add(
+                        &v,
+                        Label {
+                            sensitive: true,
+                            source: "guard",
+                            ..label.clone()
+                        },
+                    );
+                }
+            }
+        }
+        Ok(Verdict::Pass)
+    }
+
+    /// Check one listed definition against its pin. `listed` are the names the
+    /// server lists now (a pinned name no longer listed may have been renamed).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn check_definition(
+        &self,
+        inspector: &Inspector,
+        channel: Channel,
+        server: &str,
+        kind: &str,
+        name: &str,
+        definition: &Value,
+        listed: &[String],
+        detector: Option<&DecisionRecord>,
+    ) -> Result<Verdict, StructuralError> {
+        if !self.config.pins.enabled {
+            return Ok(Verdict::Pass);
+        }
+        let hash = pins::hash(definition);
+        let pinned = self.store.pin(server, kind, name)?;
+        let (what, changes, previous) = match pinned {
+            Some(p) if p.hash == hash => return Ok(Verdict::Pass),
+            Some(p) => {
+                if self
+                    .store
+                    .remembered("allow", store::kind::DEFINITION, server, name, &hash)?
+                {
+                    // A remembered approval: every later change of this
+                    // definition is pinned without review, and recorded.
+                    self.store.set_pin(server, kind, name, &hash, definition)?;
+                    let changes = pins::diff(&p.definition, definition);
+                    inspector
+                        .structural(
+                            channel,
+                            server,
+                            Some(name),
+                            definition,
+                            change_findings("pin.changed", &changes),
+                            Status::Allow,
+                            Action::Pass,
+                            vec![format!(
+                                "the {kind} definition changed since it was pinned; re-pinned \
+                                 under a remembered approval"
+                            )],
+                        )
+                        .await?;
+                    return Ok(Verdict::Pass);
+                }
+                let changes = pins::diff(&p.definition, definition);
+                ("changed", changes, Some(p))
+            }
+            None => {
+                let renamed = self
+                    .store
+                    .pins(server, kind)?
+                    .into_iter()
+                    .filter(|p| !listed.contains(&p.name))
+                    .map(|p| (pins::similarity(&p.definition, definition), p))
+                    .filter(|(s, _)| *s >= self.config.pins.rename_similarity)
+                    .max_by(|a, b| a.0.total_cmp(&b.0));
+                match renamed {
+                    Some((_, p)) => {
+                        let changes = pins::diff(&p.definition, definition);
+                        ("renamed", changes, Some(p))
+                    }
+                    None if self.config.pins.first_sight == FirstSight::Pin => {
+                        self.store.set_pin(server, kind, name, &hash, definition)?;
+                        return Ok(Verdict::Pass);
+                    }
+                    None => ("new", Vec::new(), None),
+                }
+            }
+        };
+        // Held: reuse the pending (or denied) item for exactly this version.
+        if let Some(item) = self
+            .store
+            .latest(store::kind::DEFINITION, server, name, &hash)?
+        {
+            match item.status.as_str() {
+                store::PENDING => {
+                    return Ok(Verdict::Held {
+                        record_id: item.record_id,
+                        queue_id: Some(item.id),
+                        why: item.summary,
+                    })
+                }
+                store::DENIED => {
+                    return Ok(Verdict::Held {
+                        record_id: item.record_id,
+                        queue_id: Some(item.id),
+                        why: format!("denied at review: {}", item.summary),
+                    })
+                }
+                _ => {}
+            }
+        }
+        let (rule, summary) = match (what, &previous) {
+            ("changed", Some(p)) => (
+                "pin.changed",
+                format!(
+                    "the {kind} definition of {name:?} changed since it was pinned ({} field(s)); \
+                     the new version is withheld until approved (pinned {})",
+                    changes.len(),
+                    p.hash.get(..12).unwrap_or(&p.hash)
+                ),
+            ),
+            ("renamed", Some(p)) => (
+                "pin.renamed",
+                format!(
+                    "{name:?} is a rename of the pinned {kind} {:?} (definition near-identical); \
+                     withheld until approved",
+                    p.name
+                ),
+            ),
+            _ => (
+                "pin.new",
+                format!("{name:?} is a {kind} seen for the first time; first_sight = hold"),
+            ),
+        };
+        let mut findings = change_findings(rule, &changes);
+        if findings.is_empty() {
+            findings.push(finding(
+                rule,
+                "pin",
+                Severity::High,
+                "$",
+                format!("{name:?}"),
+            ));
+        }
+        let record = inspector
+            .structural(
+                channel,
+                server,
+                Some(name),
+                definition,
+                findings.clone(),
+                Status::Review,
+                Action::Hold,
+                vec![summary.clone()],
+            )
+            .await?;
+        let mut all_findings = serde_json::to_value(&findings).unwrap_or(Value::Null);
+        if let (Some(d), Value::Array(a)) = (detector, &mut all_findings) {
+            for f in d.findings() {
+                a.push(serde_json::to_value(f).unwrap_or(Value::Null));
+            }
+        }
+        let (item, _) = self.store.enqueue(NewItem {
+            kind: store::kind::DEFINITION.into(),
+            server: server.into(),
+            name: name.into(),
+            fingerprint: hash.clone(),
+            record_id: record.id.clone(),
+            summary: summary.clone(),
+            findings: all_findings,
+            diff: serde_json::to_value(&changes).unwrap_or(Value::Null),
+            detail: json!({
+                "pin_kind": kind,
+                "change": what,
+                "hash": hash,
+                "definition": definition,
+                "previous_name": previous.as_ref().map(|p| p.name.clone()),
+                "previous_hash": previous.as_ref().map(|p| p.hash.clone()),
+                "previous_definition": previous.as_ref().map(|p| p.definition.clone()),
+            }),
+            allow_keys: vec!["*".into()],
+            record: serde_json::to_value(&record).unwrap_or(Value::Null),
+        })?;
+        Ok(Verdict::Held {
+            record_id: item.record_id,
+            queue_id: Some(item.id),
+            why: summary,
+        })
+    }
+
+    /// Whether a held definition's review item has been approved since.
+    pub fn approved(&self, queue_id: i64) -> Result<bool, StoreError> {
+        Ok(self
+            .store
+            .item(queue_id)?
+            .is_some_and(|i| i.status == store::APPROVED))
+    }
+
+    /// File an item (or find the pending one) and return the verdict naming it.
+    pub fn file(&self, item: NewItem) -> Result<(QueueItem, Verdict), StoreError> {
+        let (item, _) = self.store.enqueue(item)?;
+        let v = Verdict::Held {
+            record_id: item.record_id.clone(),
+            queue_id: Some(item.id),
+            why: item.summary.clone(),
+        };
+        Ok((item, v))
+    }
+}
+
+/// One finding per changed field.
+fn change_findings(rule: &str, changes: &[pins::Change]) -> Vec<Finding> {
+    changes
+        .iter()
+        .map(|c| {
+            finding(
+                rule,
+                "pin",
+                Severity::High,
+                &c.path,
+                format!(
+                    "{} -> {}",
+                    short(c.before.as_ref()),
+                    short(c.after.as_ref())
+                ),
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,617 @@
+//! The structural controls (issue 7) with real parts: the `portcullis proxy`
+//! binary, the project's test server behind it, an rmcp client in front, the
+//! `portcullis review` command against the same SQLite state file.
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ErrorData as McpError, Implementation,
+    ServerNotification,
+};
+use rmcp::service::{NotificationContext, RoleClient, RunningService, Service};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Clone, Default)]
+struct Client {
+    notifications: Arc<Mutex<Vec<String>>>,
+}
+
+impl Service<RoleClient> for Client {
+    async fn handle_request(
+        &self,
+        _request: rmcp::model::ServerRequest,
+        _ctx: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ClientResult, McpError> {
+        Err(McpError::invalid_request("not supported", None))
+    }
+
+    async fn handle_notification(
+        &self,
+        n: ServerNotification,
+        _ctx: NotificationContext<RoleClient>,
+    ) -> Result<(), McpError> {
+        let v = serde_json::to_value(&n).unwrap();
+        self.notifications
+            .lock()
+            .unwrap()
+            .push(v["method"].as_str().unwrap_or_default().to_string());
+        Ok(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("structural-test", "1"),
+        )
+    }
+}
+
+struct Proxy {
+    client: RunningService<RoleClient, Client>,
+    recorder: Client,
+    audit: PathBuf,
+    state: PathBuf,
+}
+
+fn server() -> String {
+    portcullis_testkit::interop::testserver_bin()
+        .expect("the test server is built by `cargo test --workspace`")
+        .display()
+        .to_string()
+}
+
+/// `portcullis proxy ARGS` over stdio, with a client in front.
+async fn start(args: &[String], audit: &Path, state: &Path) -> Proxy {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_portcullis"))
+        .arg("proxy")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn portcullis proxy");
+    let transport =
+        AsyncRwTransport::new_client(child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    tokio::spawn(async move {
+        let _ = child.wait().await;
+    });
+    let recorder = Client::default();
+    let client = recorder
+        .clone()
+        .serve(transport)
+        .await
+        .expect("initialize through the gateway");
+    Proxy {
+        client,
+        recorder,
+        audit: audit.to_path_buf(),
+        state: state.to_path_buf(),
+    }
+}
+
+/// One test server behind the gateway; state beside the audit log.
+async fn single(dir: &Path, server_args: &[&str]) -> Proxy {
+    let audit = dir.join("audit.jsonl");
+    let state = dir.join("audit.jsonl.state.sqlite");
+    let mut args = vec![
+        "--audit-log".to_string(),
+        audit.display().to_string(),
+        "--".to_string(),
+        server(),
+    ];
+    args.extend(server_args.iter().map(|s| s.to_string()));
+    start(&args, &audit, &state).await
+}
+
+/// Two test servers (`alpha`, `beta`) behind one gateway configured by `extra`.
+async fn pair(dir: &Path, alpha: &[&str], beta: &[&str], extra: &str) -> Proxy {
+    let cfg = dir.join("gateway.toml");
+    let list = |a: &[&str]| {
+        a.iter()
+            .map(|s| format!("{s:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    std::fs::write(
+        &cfg,
+        format!(
+            "stdio = true\n{extra}\n[audit]\nlog = \"audit.jsonl\"\n[state]\npath = \"state.sqlite\"\n\
+             [[server]]\nname = \"alpha\"\ncommand = {s:?}\nargs = [{a}]\n\
+             [[server]]\nname = \"beta\"\ncommand = {s:?}\nargs = [{b}]\n",
+            s = server(),
+            a = list(alpha),
+            b = list(beta),
+        ),
+    )
+    .unwrap();
+    start(
+        &["--config".into(), cfg.display().to_string()],
+        &dir.join("audit.jsonl"),
+        &dir.join("state.sqlite"),
+    )
+    .await
+}
+
+async fn call(p: &Proxy, tool: &str, args: Value) -> Result<Value, McpError> {
+    let mut params = CallToolRequestParams::new(tool.to_string());
+    params.arguments = args.as_object().cloned();
+    p.client
+        .peer()
+        .call_tool(params)
+        .await
+        .map(|r| serde_json::to_value(r).unwrap())
+        .map_err(|e| match e {
+            rmcp::service::ServiceError::McpError(e) => e,
+            other => McpError::internal_error(other.to_string(), None),
+        })
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+async fn tools(p: &Proxy) -> Vec<Value> {
+    p.client
+        .peer()
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| serde_json::to_value(t).unwrap())
+        .collect()
+}
+
+async fn tool(p: &Proxy, name: &str) -> Option<Value> {
+    tools(p).await.into_iter().find(|t| t["name"] == name)
+}
+
+/// Wait until the client has been told `n` times that the tool list changed.
+async fn list_changed(p: &Proxy, n: usize) {
+    for _ in 0..200 {
+        let seen = p
+            .recorder
+            .notifications
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|m| *m == "notifications/tools/list_changed")
+            .count();
+        if seen >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("list_changed #{n} not relayed");
+}
+
+/// `portcullis review --state STATE ARGS`; its stdout, and it must succeed.
+fn review(state: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_portcullis"))
+        .arg("review")
+        .arg("--state")
+        .arg(state)
+        .args(args)
+        .output()
+        .expect("run portcullis review");
+    assert!(
+        out.status.success(),
+        "review {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn review_json(state: &Path, id: i64) -> Value {
+    serde_json::from_str(&review(state, &["show", &id.to_string(), "--json"])).unwrap()
+}
+
+/// The review item an error names.
+fn review_id(err: &McpError) -> i64 {
+    err.data
+        .as_ref()
+        .and_then(|d| d["review_id"].as_i64())
+        .unwrap_or_else(|| panic!("no review item named: {err:?}"))
+}
+
+fn records(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every log line is JSON"))
+        .collect()
+}
+
+/// Every record validates against the decision-record schema; the structural
+/// ones are returned.
+fn structural_records(log: &Path) -> Vec<Value> {
+    let schema: Value = serde_json::from_str(portcullis_core::RECORD_SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let all = records(log);
+    for r in &all {
+        assert!(validator.is_valid(r), "record does not validate: {r}");
+    }
+    all.into_iter()
+        .filter(|r| {
+            r["stages"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|s| s["name"] == "structural"))
+        })
+        .collect()
+}
+
+fn finding_paths(recs: &[Value], rule_prefix: &str) -> Vec<String> {
+    recs.iter()
+        .flat_map(|r| r["stages"].as_array().cloned().unwrap_or_default())
+        .flat_map(|s| s["findings"].as_array().cloned().unwrap_or_default())
+        .filter(|f| f["rule"].as_str().unwrap_or("").starts_with(rule_prefix))
+        .map(|f| f["path"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+const CONVERT: fn() -> Value = || json!({"value": 1, "from": "m", "to": "ft"});
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_rug_pull_is_caught_at_each_step_and_released_by_approval() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = single(dir.path(), &["--profile", "benign", "--quietpull"]).await;
+    let v1 = tool(&p, "unit_convert")
+        .await
+        .expect("pinned on first sight");
+    let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
+    assert_eq!(text_of(&r), "1 m = 3.2808 ft");
+
+    // Step 1: the description changes (in words no filter flags).
+    list_changed(&p, 1).await;
+    assert!(
+        tool(&p, "unit_convert").await.is_none(),
+        "changed definition forwarded"
+    );
+    let err = call(&p, "unit_convert", CONVERT())
+        .await
+        .expect_err("refused until approved");
+    assert_eq!(err.code.0, -32050, "{err:?}");
+    let first = review_id(&err);
+    let item = review_json(&p.state, first);
+    assert_eq!(item["status"], "pending");
+    assert_eq!(item["kind"], "definition");
+    let paths: Vec<&str> = item["diff"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, vec!["$.description"], "{item}");
+    assert!(review(&p.state, &["list"]).contains("unit_convert"));
+    let shown = review(&p.state, &["show", &first.to_string()]);
+    assert!(
+        shown.contains("$.description") && shown.contains("Results are rounded"),
+        "{shown}"
+    );
+    // Refused again, same item (not filed twice).
+    let again = call(&p, "unit_convert", CONVERT())
+        .await
+        .expect_err("still refused");
+    assert_eq!(review_id(&again), first);
+    review(
+        &p.state,
+        &[
+            "approve",
+            &first.to_string(),
+            "--note",
+            "checked the new wording",
+        ],
+    );
+    let v2 = tool(&p, "unit_convert")
+        .await
+        .expect("approved version listed");
+    assert_ne!(v1["description"], v2["description"]);
+    call(&p, "unit_convert", CONVERT())
+        .await
+        .expect("approved: the call goes through");
+
+    // Step 2: a nested schema field changes.
+    list_changed(&p, 2).await;
+    assert!(tool(&p, "unit_convert").await.is_none());
+    let err = call(&p, "unit_convert", CONVERT())
+        .await
+        .expect_err("refused");
+    let second = review_id(&err);
+    assert_ne!(second, first);
+    let item = review_json(&p.state, second);
+    assert_eq!(
+        item["diff"][0]["path"],
+        "$.inputSchema.properties.options.properties.precision.maximum"
+    );
+    assert_eq!(item["diff"][0]["before"], 6);
+    assert_eq!(item["diff"][0]["after"], 12);
+    review(&p.state, &["approve", &second.to_string()]);
+    assert!(tool(&p, "unit_convert").await.is_some());
+
+    // Step 3: the result changes: it sends the model to another tool. It is
+    // withheld (here by the detector's tool-redirection rules before the
+    // structural TT check runs; `redirect.rs` unit tests cover that check).
+    let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+    let text = text_of(&r);
+    assert!(!text.contains("measure_convert"), "{text}");
+    assert!(text.contains("(record "), "{text}");
+
+    // The approval is a decision record kept with the item.
+    let done = review_json(&p.state, first);
+    assert_eq!(done["status"], "approved");
+    assert_eq!(done["note"], "checked the new wording");
+    assert_eq!(done["decision"]["status"], "ALLOW");
+
+    // The records of the holds name the changed paths and validate.
+    let recs = structural_records(&p.audit);
+    let paths = finding_paths(&recs, "pin.changed");
+    assert!(paths.contains(&"$.description".to_string()), "{paths:?}");
+    assert!(paths
+        .contains(&"$.inputSchema.properties.options.properties.precision.maximum".to_string()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pins_and_the_queue_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    // Run 1: the original definition is pinned.
+    {
+        let p = single(dir.path(), &["--profile", "benign", "--quietpull"]).await;
+        assert!(tool(&p, "unit_convert").await.is_some());
+        p.client.cancel().await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Run 2: the server starts changed: held, filed.
+    let held = {
+        let p = single(
+            dir.path(),
+            &[
+                "--profile",
+                "benign",
+                "--quietpull",
+                "--quietpull-stage",
+                "1",
+            ],
+        )
+        .await;
+        assert!(tool(&p, "unit_convert").await.is_none());
+        let err = call(&p, "unit_convert", CONVERT())
+            .await
+            .expect_err("refused");
+        let id = review_id(&err);
+        p.client.cancel().await.unwrap();
+        id
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Run 3: still pending after the restart, the same item; approving it from
+    // outside releases the tool in the running gateway.
+    let p = single(
+        dir.path(),
+        &[
+            "--profile",
+            "benign",
+            "--quietpull",
+            "--quietpull-stage",
+            "1",
+        ],
+    )
+    .await;
+    let list = review(&p.state, &["list", "--json"]);
+    assert_eq!(list.lines().count(), 1, "{list}");
+    let item: Value = serde_json::from_str(list.lines().next().unwrap()).unwrap();
+    assert_eq!(item["id"], held);
+    assert_eq!(item["status"], "pending");
+    let err = call(&p, "unit_convert", CONVERT())
+        .await
+        .expect_err("still refused");
+    assert_eq!(review_id(&err), held);
+    review(&p.state, &["approve", &held.to_string()]);
+    let r = call(&p, "unit_convert", CONVERT())
+        .await
+        .expect("released without a restart");
+    assert_eq!(text_of(&r), "1 m = 3.2808 ft");
+    // That call moved the server on (a nested schema change): a new item, not the
+    // approved one.
+    list_changed(&p, 1).await;
+    let err = call(&p, "unit_convert", CONVERT())
+        .await
+        .expect_err("refused");
+    assert_ne!(review_id(&err), held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confusable_and_suffixed_names_across_servers_are_found_and_hidden() {
+    let dir = tempfile::tempdir().unwrap();
+    // beta lists read_note with Cyrillic а and е, and echo as `echo v1`.
+    let p = pair(
+        dir.path(),
+        &["--profile", "benign"],
+        &[
+            "--profile",
+            "benign",
+            "--rename",
+            "read_note=r\u{435}\u{430}d_note",
+            "--rename",
+            "echo=echo v1",
+        ],
+        "[names]\naction = \"hide\"",
+    )
+    .await;
+    let names: Vec<String> = tools(&p)
+        .await
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.contains(&"alpha__read_note".to_string()), "{names:?}");
+    assert!(names.contains(&"alpha__echo".to_string()), "{names:?}");
+    for hidden in ["beta__r\u{435}\u{430}d_note", "beta__echo v1", "beta__add"] {
+        assert!(
+            !names.contains(&hidden.to_string()),
+            "{hidden} shown: {names:?}"
+        );
+    }
+    let err = call(&p, "beta__echo v1", json!({"text": "x"}))
+        .await
+        .expect_err("hidden");
+    assert_eq!(err.code.0, -32050);
+    let recs = structural_records(&p.audit);
+    let rules: Vec<String> = recs
+        .iter()
+        .flat_map(|r| {
+            r["stages"][0]["findings"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|f| f["rule"].as_str().unwrap().to_string())
+        .collect();
+    for rule in ["names.confusable", "names.suffix", "names.collision"] {
+        assert!(
+            rules.contains(&rule.to_string()),
+            "{rule} missing: {rules:?}"
+        );
+    }
+    assert!(recs
+        .iter()
+        .any(|r| r["server"] == "beta" && r["action"] == "deny"));
+    // The first server keeps its names: nothing of alpha is flagged.
+    assert!(!recs.iter().any(|r| r["server"] == "alpha"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_privileged_parameters_are_stripped_and_calls_filling_them_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = single(dir.path(), &["--profile", "benign", "--overpriv"]).await;
+    let t = match tool(&p, "article_metadata").await {
+        Some(t) => t,
+        None => panic!(
+            "article_metadata withheld: {:?}",
+            records(&p.audit)
+                .iter()
+                .filter(|r| r["tool"] == "article_metadata")
+                .map(|r| (r["status"].clone(), r["reasons"].clone()))
+                .collect::<Vec<_>>()
+        ),
+    };
+    let props = &t["inputSchema"]["properties"];
+    assert!(props.get("pmid").is_some());
+    assert!(props.get("agent_model").is_none(), "{t}");
+    assert!(props["options"]["properties"]["context"]["properties"]
+        .get("chatLog")
+        .is_none());
+    assert_eq!(t["inputSchema"]["required"], json!(["pmid"]));
+    let recs = structural_records(&p.audit);
+    let paths = finding_paths(&recs, "op.");
+    assert!(paths.contains(&"$.inputSchema.properties.agent_model".to_string()));
+    assert!(paths.contains(
+        &"$.inputSchema.properties.options.properties.context.properties.chatLog".to_string()
+    ));
+    assert!(recs.iter().any(|r| r["action"] == "sanitize"));
+    // A call without them goes through.
+    let r = call(&p, "article_metadata", json!({"pmid": "123"}))
+        .await
+        .unwrap();
+    assert!(text_of(&r).starts_with("PMID 123"), "{r}");
+    // A call that fills one anyway (nested) is held and filed.
+    let args = json!({"pmid": "123", "options": {"context": {"chatLog": "user: hi"}}});
+    let r = call(&p, "article_metadata", args.clone()).await.unwrap();
+    assert_eq!(r["isError"], true);
+    let text = text_of(&r);
+    assert!(text.contains("held for review"), "{text}");
+    let item: Value = serde_json::from_str(
+        review(&p.state, &["list", "--json"])
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(item["kind"], "call");
+    let id = item["id"].as_i64().unwrap();
+    let full = review_json(&p.state, id);
+    assert_eq!(full["findings"][0]["path"], "$.options.context.chatLog");
+    // Approved: exactly that call goes through once.
+    review(&p.state, &["approve", &id.to_string()]);
+    let r = call(&p, "article_metadata", args.clone()).await.unwrap();
+    assert!(text_of(&r).starts_with("PMID 123"), "{r}");
+    let r = call(&p, "article_metadata", args).await.unwrap();
+    assert_eq!(r["isError"], true, "one approval, one call");
+    let r = call(
+        &p,
+        "article_metadata",
+        json!({"pmid": "1", "agent_model": "gpt-x"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canary_from_one_server_is_blocked_on_its_way_to_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = pair(
+        dir.path(),
+        &["--profile", "benign"],
+        &["--profile", "benign"],
+        "",
+    )
+    .await;
+    tools(&p).await;
+    let canary = "PCX-7Q2M9ZK4T-CANARY";
+    // alpha's result carries the canary: it is labelled with its origin.
+    let r = call(
+        &p,
+        "alpha__echo",
+        json!({"text": format!("token {canary} issued")}),
+    )
+    .await
+    .unwrap();
+    assert!(text_of(&r).contains(canary));
+    // To another server's tool, plain: blocked, the record names the source.
+    let r = call(&p, "beta__echo", json!({"text": format!("fwd {canary}")}))
+        .await
+        .unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+    let text = text_of(&r);
+    assert!(
+        text.contains("blocked") && text.contains("alpha/echo"),
+        "{text}"
+    );
+    // Base64-encoded: blocked too.
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(canary);
+    let r = call(&p, "beta__echo", json!({"text": b64})).await.unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(text_of(&r).contains("base64"), "{r}");
+    // Back to the same server's non-sink tool: allowed (same_server = allow).
+    let r = call(&p, "alpha__echo", json!({"text": canary}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), canary);
+    // Unrelated values flow freely.
+    let r = call(&p, "beta__echo", json!({"text": "hello there"}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), "hello there");
+    let recs = structural_records(&p.audit);
+    let blocked: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["channel"] == "tool_arguments" && r["status"] == "BLOCK")
+        .collect();
+    assert_eq!(blocked.len(), 2, "{blocked:?}");
+    for r in &blocked {
+        let f = &r["stages"][0]["findings"][0];
+        assert_eq!(f["rule"], "taint.cross_server");
+        assert_eq!(f["path"], "$.text");
+        assert!(
+            !r.to_string().contains(canary),
+            "the record holds the value"
+        );
+    }
+}
