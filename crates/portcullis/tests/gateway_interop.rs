@@ -154,7 +154,11 @@ fn python_and_typescript_clients_reach_server_everything_through_stdio_gateway()
         let msg = format!("hello through the gateway from {driver:?}");
         let out = drive(
             driver,
-            &via_stdio_proxy(&[("echo", json!({ "message": msg }))], &audit, &everything()),
+            &via_stdio_proxy(
+                &[("echo", json!({ "message": msg }))],
+                &audit,
+                &everything(),
+            ),
         );
         assert!(
             out.tool_names().iter().any(|t| t == "echo"),
@@ -210,7 +214,10 @@ fn filesystem_server_reads_a_file_through_the_gateway() {
     std::fs::write(&file, "the tide tables for Tuesday\n").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let audit = dir.path().join("audit.jsonl");
-    let read = ("read_text_file", json!({ "path": file.display().to_string() }));
+    let read = (
+        "read_text_file",
+        json!({ "path": file.display().to_string() }),
+    );
     // Python over stdio.
     let out = drive(
         Driver::Python,
@@ -399,6 +406,7 @@ fn multi_server_http_gateway_namespaces_tools() {
         dir.path().join("gateway.toml"),
         format!(
             r#"
+listen = "127.0.0.1:0"
 [audit]
 log = "audit.jsonl"
 [[server]]
