@@ -336,8 +336,10 @@ fn inspector_cli_lists_tools_through_the_gateway() {
         std::env::var("PATH").unwrap_or_default()
     );
     let inspector = |target: &[&str]| -> Value {
-        let out = std::process::Command::new(bin.join("npx"))
-            .args(["--no-install", "@modelcontextprotocol/inspector", "--cli"])
+        // The package's own bin script, run with the kit's node (>= 22); no npx.
+        let out = std::process::Command::new(node())
+            .arg(dir.join("node_modules/.bin/mcp-inspector"))
+            .arg("--cli")
             .args(target)
             .current_dir(&dir)
             .env("PATH", &path)
