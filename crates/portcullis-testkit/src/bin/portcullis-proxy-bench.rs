@@ -110,7 +110,9 @@ impl Samples {
 
 fn sibling(name: &str) -> Result<PathBuf> {
     let exe = std::env::current_exe().context("locating this binary")?;
-    let dir = exe.parent().ok_or_else(|| anyhow!("binary has no directory"))?;
+    let dir = exe
+        .parent()
+        .ok_or_else(|| anyhow!("binary has no directory"))?;
     let p = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     if !p.is_file() {
         bail!("{} not found (build it, or pass its path)", p.display());
@@ -140,10 +142,10 @@ async fn stdio_client(cmd: &Path, args: &[String]) -> Result<(Client, Child)> {
 async fn http_clients(url: &str, n: usize) -> Result<Vec<Client>> {
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
-        let c = ()
-            .serve(StreamableHttpClientTransport::from_uri(url.to_string()))
-            .await
-            .with_context(|| format!("initializing {url}"))?;
+        let c =
+            ().serve(StreamableHttpClientTransport::from_uri(url.to_string()))
+                .await
+                .with_context(|| format!("initializing {url}"))?;
         c.peer().list_all_tools().await.context("tools/list")?;
         v.push(c);
     }
@@ -163,7 +165,9 @@ async fn spawn_http(mut cmd: Command, prefix: &str) -> Result<(Child, String)> {
     let url = tokio::time::timeout(Duration::from_secs(60), async {
         while let Some(line) = lines.next_line().await? {
             if let Some(pos) = line.find(prefix) {
-                return Ok::<_, std::io::Error>(Some(line[pos + prefix.len()..].trim().to_string()));
+                return Ok::<_, std::io::Error>(Some(
+                    line[pos + prefix.len()..].trim().to_string(),
+                ));
             }
         }
         Ok(None)
@@ -195,7 +199,10 @@ async fn spawn_everything_http(node: &Path, script: &Path) -> Result<(Child, Str
         .spawn()
         .context("spawning server-everything")?;
     let deadline = Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
         if Instant::now() > deadline {
             bail!("server-everything did not listen on {port}");
         }
@@ -349,7 +356,11 @@ async fn measure(
     let mut p = Samples::default();
     let per = (calls / rounds).max(concurrency);
     for r in 0..rounds {
-        let order = if r % 2 == 0 { [true, false] } else { [false, true] };
+        let order = if r % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        };
         for is_direct in order {
             let (side, acc) = if is_direct {
                 (direct, &mut d)
@@ -465,9 +476,19 @@ async fn run_in(args: &Args, tmp: &Path) -> Result<String> {
     for transport in &args.transports {
         match transport.as_str() {
             "stdio" => {
-                let (d, p) = env.stdio_pair("stdio-kit", std::slice::from_ref(&ts)).await?;
-                cells(&env, "stdio", &[payload(1), payload(64)], &d, &p, args, &mut rows)
+                let (d, p) = env
+                    .stdio_pair("stdio-kit", std::slice::from_ref(&ts))
                     .await?;
+                cells(
+                    &env,
+                    "stdio",
+                    &[payload(1), payload(64)],
+                    &d,
+                    &p,
+                    args,
+                    &mut rows,
+                )
+                .await?;
                 if let Some((node, script)) = &env.everything {
                     let up = [node.display().to_string(), script.display().to_string()];
                     let (d, p) = env.stdio_pair("stdio-everything", &up).await?;
@@ -479,8 +500,16 @@ async fn run_in(args: &Args, tmp: &Path) -> Result<String> {
                 cmd.args(["--transport", "http", "--listen", "127.0.0.1:0"]);
                 let (_server, url) = spawn_http(cmd, "listening on ").await?;
                 let (d, p) = env.http_pair("http-kit", &url).await?;
-                cells(&env, "http", &[payload(1), payload(64)], &d, &p, args, &mut rows)
-                    .await?;
+                cells(
+                    &env,
+                    "http",
+                    &[payload(1), payload(64)],
+                    &d,
+                    &p,
+                    args,
+                    &mut rows,
+                )
+                .await?;
                 if args.long > 0 {
                     memory = long_run(&p, args).await?;
                 }
@@ -550,10 +579,17 @@ fn render(rows: &[Row], memory: &str, args: &Args) -> String {
         out,
         "audit fsync: {}; calls per cell and side: {} in {} interleaved rounds; CPUs: {cpus}; \
          load average at the end: {}\n",
-        if args.no_fsync { "off (--no-fsync)" } else { "on (default)" },
+        if args.no_fsync {
+            "off (--no-fsync)"
+        } else {
+            "on (default)"
+        },
         args.calls,
         args.rounds,
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" "),
     );
     let _ = writeln!(
         out,
