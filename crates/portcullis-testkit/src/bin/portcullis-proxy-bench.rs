@@ -1,0 +1,631 @@
+//! `portcullis-proxy-bench`: the cost of `portcullis proxy`, measured in one run,
+//! interleaved: the same rmcp client and the same upstream, once directly and once
+//! through the gateway, over stdio and over Streamable HTTP.
+//!
+//! Per cell (transport × upstream tool × sequential/concurrent) the calls are split
+//! into rounds; each round runs a batch directly and a batch through the gateway,
+//! alternating which goes first, so machine noise hits both sides alike.
+//!
+//! - stdio, direct: the client spawns the upstream; through the gateway: the client
+//!   spawns `portcullis proxy -- UPSTREAM`. Concurrency on stdio is one session with
+//!   N calls in flight (one process each side).
+//! - HTTP: one upstream HTTP server; direct = N client sessions to it; through the
+//!   gateway = N client sessions to one `portcullis proxy --listen` whose upstream is
+//!   that same HTTP server (configured by `url`).
+//!
+//! Then a long run through the gateway (HTTP, N sessions, 1 KiB results) with the
+//! gateway's resident memory (VmRSS from /proc/PID/status) sampled before and after.
+//! The output is a Markdown report on stdout (progress on stderr).
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Parser;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{Peer, RoleClient, RunningService};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+#[derive(Parser)]
+#[command(about = "Latency, throughput and memory of `portcullis proxy` vs a direct connection")]
+struct Args {
+    /// The `portcullis` binary (default: next to this binary).
+    #[arg(long)]
+    portcullis: Option<PathBuf>,
+    /// The `portcullis-testserver` binary (default: next to this binary).
+    #[arg(long)]
+    testserver: Option<PathBuf>,
+    /// Node and server-everything's `dist/index.js` (default: from .interop/ if
+    /// installed; the echo rows are skipped without them).
+    #[arg(long, num_args = 2, value_names = ["NODE", "SCRIPT"])]
+    everything: Option<Vec<PathBuf>>,
+    /// Measured calls per cell and side (split over the rounds).
+    #[arg(long, default_value_t = 2000)]
+    calls: usize,
+    /// Interleaving rounds per cell.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// Concurrent sessions (HTTP) / in-flight calls (stdio).
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+    /// Calls of the long run through the gateway (memory before/after); 0 = skip.
+    #[arg(long, default_value_t = 100_000)]
+    long: usize,
+    /// Pass --no-fsync to the gateway.
+    #[arg(long)]
+    no_fsync: bool,
+    /// Transports to measure.
+    #[arg(long, value_delimiter = ',', default_value = "stdio,http")]
+    transports: Vec<String>,
+    /// Directory for the gateway's audit log (default: a temporary directory,
+    /// removed at the end).
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+/// One side of a comparison: the sessions to call on and the processes behind them.
+struct Side {
+    sessions: Vec<Peer<RoleClient>>,
+    _clients: Vec<Client>,
+    /// The gateway process, when this side goes through it.
+    gateway_pid: Option<u32>,
+    _children: Vec<Child>,
+}
+
+#[derive(Clone)]
+struct Tool {
+    label: String,
+    name: &'static str,
+    args: Value,
+}
+
+#[derive(Default, Clone)]
+struct Samples {
+    lat_us: Vec<u64>,
+    calls: usize,
+    wall: Duration,
+}
+
+impl Samples {
+    fn pct(&mut self, p: f64) -> f64 {
+        self.lat_us.sort_unstable();
+        if self.lat_us.is_empty() {
+            return f64::NAN;
+        }
+        let i = ((p * self.lat_us.len() as f64).ceil() as usize).clamp(1, self.lat_us.len()) - 1;
+        self.lat_us[i] as f64 / 1000.0
+    }
+    fn throughput(&self) -> f64 {
+        self.calls as f64 / self.wall.as_secs_f64()
+    }
+}
+
+fn sibling(name: &str) -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("locating this binary")?;
+    let dir = exe
+        .parent()
+        .ok_or_else(|| anyhow!("binary has no directory"))?;
+    let p = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    if !p.is_file() {
+        bail!("{} not found (build it, or pass its path)", p.display());
+    }
+    Ok(p)
+}
+
+async fn stdio_client(cmd: &Path, args: &[String]) -> Result<(Client, Child)> {
+    let mut child = Command::new(cmd)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("spawning {}", cmd.display()))?;
+    let out = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
+    let inp = child.stdin.take().ok_or_else(|| anyhow!("no stdin"))?;
+    let client = ()
+        .serve(AsyncRwTransport::new_client(out, inp))
+        .await
+        .with_context(|| format!("initializing {}", cmd.display()))?;
+    client.peer().list_all_tools().await.context("tools/list")?;
+    Ok((client, child))
+}
+
+async fn http_clients(url: &str, n: usize) -> Result<Vec<Client>> {
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let c =
+            ().serve(StreamableHttpClientTransport::from_uri(url.to_string()))
+                .await
+                .with_context(|| format!("initializing {url}"))?;
+        c.peer().list_all_tools().await.context("tools/list")?;
+        v.push(c);
+    }
+    Ok(v)
+}
+
+/// Spawns a process that prints `…listening on http://ADDR/PATH` on stderr; returns
+/// the URL. Its stderr keeps being drained.
+async fn spawn_http(mut cmd: Command, prefix: &str) -> Result<(Child, String)> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().context("spawning an HTTP server")?;
+    let err = child.stderr.take().ok_or_else(|| anyhow!("no stderr"))?;
+    let mut lines = BufReader::new(err).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await? {
+            if let Some(pos) = line.find(prefix) {
+                return Ok::<_, std::io::Error>(Some(
+                    line[pos + prefix.len()..].trim().to_string(),
+                ));
+            }
+        }
+        Ok(None)
+    })
+    .await
+    .context("waiting for the listening line")??
+    .ok_or_else(|| anyhow!("the server exited before listening"))?;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((child, url))
+}
+
+fn free_port() -> Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// server-everything over Streamable HTTP on a free port (it prints no usable line;
+/// poll the port).
+async fn spawn_everything_http(node: &Path, script: &Path) -> Result<(Child, String)> {
+    let port = free_port()?;
+    let child = Command::new(node)
+        .arg(script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .context("spawning server-everything")?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        if Instant::now() > deadline {
+            bail!("server-everything did not listen on {port}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok((child, format!("http://127.0.0.1:{port}/mcp")))
+}
+
+struct Env {
+    portcullis: PathBuf,
+    testserver: PathBuf,
+    everything: Option<(PathBuf, PathBuf)>,
+    work: PathBuf,
+    no_fsync: bool,
+    concurrency: usize,
+}
+
+impl Env {
+    fn proxy_base(&self, tag: &str) -> Vec<String> {
+        let mut a = vec![
+            "proxy".to_string(),
+            "--audit-log".to_string(),
+            self.work.join(format!("{tag}.jsonl")).display().to_string(),
+        ];
+        if self.no_fsync {
+            a.push("--no-fsync".into());
+        }
+        a
+    }
+
+    /// (direct, through the gateway) over stdio for an upstream command.
+    async fn stdio_pair(&self, tag: &str, upstream: &[String]) -> Result<(Side, Side)> {
+        let (dc, dchild) = stdio_client(Path::new(&upstream[0]), &upstream[1..]).await?;
+        let mut args = self.proxy_base(tag);
+        args.push("--".into());
+        args.extend(upstream.iter().cloned());
+        let (pc, pchild) = stdio_client(&self.portcullis, &args).await?;
+        let pid = pchild.id();
+        Ok((
+            Side {
+                sessions: vec![dc.peer().clone()],
+                _clients: vec![dc],
+                gateway_pid: None,
+                _children: vec![dchild],
+            },
+            Side {
+                sessions: vec![pc.peer().clone()],
+                _clients: vec![pc],
+                gateway_pid: pid,
+                _children: vec![pchild],
+            },
+        ))
+    }
+
+    /// (direct, through the gateway) over HTTP: N sessions to the upstream URL, and N
+    /// sessions to a gateway fronting that same URL.
+    async fn http_pair(&self, tag: &str, upstream_url: &str) -> Result<(Side, Side)> {
+        let cfg = self.work.join(format!("{tag}.toml"));
+        std::fs::write(
+            &cfg,
+            format!(
+                "[audit]\nlog = {:?}\n[[server]]\nname = \"up\"\nurl = {upstream_url:?}\n",
+                self.work.join(format!("{tag}.jsonl")).display().to_string()
+            ),
+        )?;
+        let mut cmd = Command::new(&self.portcullis);
+        cmd.args(["proxy", "--listen", "127.0.0.1:0", "--no-stdio", "--config"])
+            .arg(&cfg);
+        if self.no_fsync {
+            cmd.arg("--no-fsync");
+        }
+        let (gchild, gurl) = spawn_http(cmd, "portcullis: listening on ").await?;
+        let pid = gchild.id();
+        let direct = http_clients(upstream_url, self.concurrency).await?;
+        let proxied = http_clients(&gurl, self.concurrency).await?;
+        Ok((
+            Side {
+                sessions: direct.iter().map(|c| c.peer().clone()).collect(),
+                _clients: direct,
+                gateway_pid: None,
+                _children: vec![],
+            },
+            Side {
+                sessions: proxied.iter().map(|c| c.peer().clone()).collect(),
+                _clients: proxied,
+                gateway_pid: pid,
+                _children: vec![gchild],
+            },
+        ))
+    }
+}
+
+async fn one_call(peer: &Peer<RoleClient>, tool: &Tool) -> Result<u64> {
+    let mut params = CallToolRequestParams::new(tool.name);
+    params.arguments = tool.args.as_object().cloned();
+    let t = Instant::now();
+    let r = peer.call_tool(params).await.context("tools/call")?;
+    let us = t.elapsed().as_micros() as u64;
+    if r.is_error == Some(true) {
+        bail!("{} returned an error result: {:?}", tool.name, r.content);
+    }
+    Ok(us)
+}
+
+/// `calls` calls with `concurrency` workers (each on session `i % sessions`).
+async fn batch(side: &Side, tool: &Tool, calls: usize, concurrency: usize) -> Result<Samples> {
+    let start = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for w in 0..concurrency {
+        let n = calls / concurrency + usize::from(w < calls % concurrency);
+        let peer = side.sessions[w % side.sessions.len()].clone();
+        let tool = tool.clone();
+        set.spawn(async move {
+            let mut lat = Vec::with_capacity(n);
+            for _ in 0..n {
+                lat.push(one_call(&peer, &tool).await?);
+            }
+            Ok::<_, anyhow::Error>(lat)
+        });
+    }
+    let mut s = Samples::default();
+    while let Some(r) = set.join_next().await {
+        s.lat_us.extend(r??);
+    }
+    s.wall = start.elapsed();
+    s.calls = s.lat_us.len();
+    Ok(s)
+}
+
+struct Row {
+    transport: &'static str,
+    tool: String,
+    mode: String,
+    direct: Samples,
+    proxy: Samples,
+}
+
+/// Interleaved rounds of direct and proxied batches.
+async fn measure(
+    direct: &Side,
+    proxy: &Side,
+    tool: &Tool,
+    calls: usize,
+    rounds: usize,
+    concurrency: usize,
+) -> Result<(Samples, Samples)> {
+    // Warm-up, not measured.
+    batch(direct, tool, 50.max(concurrency), concurrency).await?;
+    batch(proxy, tool, 50.max(concurrency), concurrency).await?;
+    let mut d = Samples::default();
+    let mut p = Samples::default();
+    let per = (calls / rounds).max(concurrency);
+    for r in 0..rounds {
+        let order = if r % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        for is_direct in order {
+            let (side, acc) = if is_direct {
+                (direct, &mut d)
+            } else {
+                (proxy, &mut p)
+            };
+            let s = batch(side, tool, per, concurrency).await?;
+            acc.lat_us.extend(s.lat_us);
+            acc.calls += s.calls;
+            acc.wall += s.wall;
+        }
+    }
+    Ok((d, p))
+}
+
+fn vm_rss_kib(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn payload(kib: u32) -> Tool {
+    Tool {
+        label: format!("testserver payload {kib} KiB"),
+        name: "payload",
+        args: json!({ "kib": kib }),
+    }
+}
+
+fn echo() -> Tool {
+    Tool {
+        label: "server-everything echo".into(),
+        name: "echo",
+        args: json!({"message": "hello from the proxy benchmark"}),
+    }
+}
+
+async fn cells(
+    env: &Env,
+    transport: &'static str,
+    tools: &[Tool],
+    direct: &Side,
+    proxy: &Side,
+    args: &Args,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
+    for tool in tools {
+        for conc in [1, env.concurrency] {
+            let mode = if conc == 1 {
+                "sequential".to_string()
+            } else if transport == "stdio" {
+                format!("{conc} in flight, 1 session")
+            } else {
+                format!("{conc} sessions")
+            };
+            eprintln!("bench: {transport} {} {mode}", tool.label);
+            let (d, p) = measure(direct, proxy, tool, args.calls, args.rounds, conc).await?;
+            rows.push(Row {
+                transport,
+                tool: tool.label.clone(),
+                mode,
+                direct: d,
+                proxy: p,
+            });
+        }
+    }
+    Ok(())
+}
+
+async fn run(args: Args) -> Result<String> {
+    let tmp = tempfile_dir(&args)?;
+    let result = run_in(&args, &tmp).await;
+    // The audit logs of a long run are large: remove them unless asked to keep them.
+    if args.work_dir.is_none() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
+}
+
+async fn run_in(args: &Args, tmp: &Path) -> Result<String> {
+    let everything = match &args.everything {
+        Some(v) if v.len() == 2 => Some((v[0].clone(), v[1].clone())),
+        Some(_) => bail!("--everything takes NODE SCRIPT"),
+        None => {
+            let node = portcullis_testkit::interop::node();
+            let script = portcullis_testkit::interop::npm_file(
+                "@modelcontextprotocol/server-everything/dist/index.js",
+            );
+            (node.is_file() && script.is_file()).then_some((node, script))
+        }
+    };
+    let env = Env {
+        portcullis: match &args.portcullis {
+            Some(p) => p.clone(),
+            None => sibling("portcullis")?,
+        },
+        testserver: match &args.testserver {
+            Some(p) => p.clone(),
+            None => sibling("portcullis-testserver")?,
+        },
+        everything,
+        work: tmp.to_path_buf(),
+        no_fsync: args.no_fsync,
+        concurrency: args.concurrency,
+    };
+    let ts = env.testserver.display().to_string();
+    let mut rows = Vec::new();
+    let mut memory = String::new();
+    for transport in &args.transports {
+        match transport.as_str() {
+            "stdio" => {
+                let (d, p) = env
+                    .stdio_pair("stdio-kit", std::slice::from_ref(&ts))
+                    .await?;
+                cells(
+                    &env,
+                    "stdio",
+                    &[payload(1), payload(64)],
+                    &d,
+                    &p,
+                    args,
+                    &mut rows,
+                )
+                .await?;
+                if let Some((node, script)) = &env.everything {
+                    let up = [node.display().to_string(), script.display().to_string()];
+                    let (d, p) = env.stdio_pair("stdio-everything", &up).await?;
+                    cells(&env, "stdio", &[echo()], &d, &p, args, &mut rows).await?;
+                }
+            }
+            "http" => {
+                let mut cmd = Command::new(&env.testserver);
+                cmd.args(["--transport", "http", "--listen", "127.0.0.1:0"]);
+                let (_server, url) = spawn_http(cmd, "listening on ").await?;
+                let (d, p) = env.http_pair("http-kit", &url).await?;
+                cells(
+                    &env,
+                    "http",
+                    &[payload(1), payload(64)],
+                    &d,
+                    &p,
+                    args,
+                    &mut rows,
+                )
+                .await?;
+                if args.long > 0 {
+                    memory = long_run(&p, args).await?;
+                }
+                drop((d, p));
+                if let Some((node, script)) = &env.everything {
+                    let (_ev, url) = spawn_everything_http(node, script).await?;
+                    let (d, p) = env.http_pair("http-everything", &url).await?;
+                    cells(&env, "http", &[echo()], &d, &p, args, &mut rows).await?;
+                }
+            }
+            other => bail!("unknown transport {other:?} (stdio, http)"),
+        }
+    }
+    Ok(render(&rows, &memory, args))
+}
+
+async fn long_run(proxy: &Side, args: &Args) -> Result<String> {
+    let pid = proxy
+        .gateway_pid
+        .ok_or_else(|| anyhow!("no gateway process id"))?;
+    let tool = payload(1);
+    let before = vm_rss_kib(pid).ok_or_else(|| anyhow!("cannot read /proc/{pid}/status"))?;
+    let chunk = 10_000.min(args.long);
+    let mut done = 0;
+    let mut wall = Duration::ZERO;
+    let mut peak = before;
+    eprintln!("bench: long run of {} calls through the gateway", args.long);
+    while done < args.long {
+        let n = chunk.min(args.long - done);
+        let s = batch(proxy, &tool, n, args.concurrency).await?;
+        done += s.calls;
+        wall += s.wall;
+        peak = peak.max(vm_rss_kib(pid).unwrap_or(0));
+        eprintln!(
+            "bench:   {done} calls, VmRSS {} KiB",
+            vm_rss_kib(pid).unwrap_or(0)
+        );
+    }
+    let after = vm_rss_kib(pid).ok_or_else(|| anyhow!("cannot read /proc/{pid}/status"))?;
+    Ok(format!(
+        "Long run through the gateway (HTTP, {} sessions, payload 1 KiB): {done} calls in {:.1} s \
+         ({:.0} calls/s). Gateway VmRSS before {:.1} MiB, after {:.1} MiB, highest sample {:.1} MiB \
+         (sampled every {chunk} calls).\n",
+        args.concurrency,
+        wall.as_secs_f64(),
+        done as f64 / wall.as_secs_f64(),
+        before as f64 / 1024.0,
+        after as f64 / 1024.0,
+        peak as f64 / 1024.0,
+    ))
+}
+
+fn tempfile_dir(args: &Args) -> Result<PathBuf> {
+    let dir = match &args.work_dir {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir().join(format!("portcullis-proxy-bench-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+fn render(rows: &[Row], memory: &str, args: &Args) -> String {
+    let mut out = String::new();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let _ = writeln!(
+        out,
+        "audit fsync: {}; calls per cell and side: {} in {} interleaved rounds; CPUs: {cpus}; \
+         load average at the end: {}\n",
+        if args.no_fsync {
+            "off (--no-fsync)"
+        } else {
+            "on (default)"
+        },
+        args.calls,
+        args.rounds,
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    let _ = writeln!(
+        out,
+        "| transport | upstream tool | mode | direct p50 / p95 / p99 ms | gateway p50 / p95 / p99 ms | p50 × | direct calls/s | gateway calls/s | throughput × |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+    for r in rows {
+        let mut d = r.direct.clone();
+        let mut p = r.proxy.clone();
+        let (d50, d95, d99) = (d.pct(0.5), d.pct(0.95), d.pct(0.99));
+        let (p50, p95, p99) = (p.pct(0.5), p.pct(0.95), p.pct(0.99));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {d50:.3} / {d95:.3} / {d99:.3} | {p50:.3} / {p95:.3} / {p99:.3} | {:.2} | {:.0} | {:.0} | {:.2} |",
+            r.transport,
+            r.tool,
+            r.mode,
+            p50 / d50,
+            d.throughput(),
+            p.throughput(),
+            p.throughput() / d.throughput(),
+        );
+    }
+    if !memory.is_empty() {
+        let _ = writeln!(out, "\n{memory}");
+    }
+    out
+}
+
+fn main() -> Result<std::process::ExitCode> {
+    let args = Args::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let report = rt.block_on(run(args))?;
+    print!("{report}");
+    Ok(std::process::ExitCode::SUCCESS)
+}

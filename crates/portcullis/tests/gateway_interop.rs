@@ -1,0 +1,449 @@
+//! Interop through the gateway: real MCP clients (the Python `mcp` SDK and the
+//! TypeScript SDK drivers of `tests/interop/`, the MCP Inspector CLI) in front of
+//! `portcullis proxy`, and real upstream servers behind it (the reference
+//! `server-everything` and `server-filesystem`, a Python SDK server, the project's
+//! attack test server), over stdio and Streamable HTTP.
+//!
+//! These tests need `scripts/setup-interop.sh` to have run (it installs `.interop/`);
+//! each fails with a message naming the script otherwise.
+
+mod support;
+
+use portcullis_mcp::audit::{find_record, AuditConfig};
+use portcullis_testkit::interop::{
+    interop_available, interop_dir, interop_script, node, npm_file, python, run_driver, Driver,
+    DriverOutput,
+};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::Duration;
+use support::{portcullis, record_id_in, records, testserver, HttpProxy};
+
+const DRIVER_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The newest revision the gateway speaks (`portcullis_mcp::MAX_PROTOCOL`).
+fn max_protocol() -> String {
+    portcullis_mcp::MAX_PROTOCOL.to_string()
+}
+
+fn require_interop() {
+    assert!(
+        interop_available(),
+        "the interop kit is not installed in {}: run scripts/setup-interop.sh first \
+         (it installs Node, the npm MCP servers/SDK/Inspector and the Python `mcp` SDK)",
+        interop_dir().display()
+    );
+}
+
+fn everything() -> Vec<String> {
+    vec![
+        node().display().to_string(),
+        npm_file("@modelcontextprotocol/server-everything/dist/index.js")
+            .display()
+            .to_string(),
+    ]
+}
+
+fn filesystem(dir: &Path) -> Vec<String> {
+    vec![
+        node().display().to_string(),
+        npm_file("@modelcontextprotocol/server-filesystem/dist/index.js")
+            .display()
+            .to_string(),
+        dir.display().to_string(),
+    ]
+}
+
+fn py_server() -> Vec<String> {
+    vec![
+        python().display().to_string(),
+        interop_script("py_server.py").display().to_string(),
+    ]
+}
+
+fn attack_server() -> Vec<String> {
+    vec![testserver(), "--profile".into(), "attack".into()]
+}
+
+/// Driver arguments: `CALLS… --stdio -- portcullis proxy --audit-log LOG -- UPSTREAM…`.
+fn via_stdio_proxy(calls: &[(&str, Value)], audit: &Path, upstream: &[String]) -> Vec<String> {
+    let mut args = call_args(calls);
+    args.extend([
+        "--stdio".into(),
+        "--".into(),
+        portcullis(),
+        "proxy".into(),
+        "--audit-log".into(),
+        audit.display().to_string(),
+        "--".into(),
+    ]);
+    args.extend(upstream.iter().cloned());
+    args
+}
+
+/// Driver arguments: `CALLS… --http URL`.
+fn via_http(calls: &[(&str, Value)], url: &str) -> Vec<String> {
+    let mut args = call_args(calls);
+    args.extend(["--http".into(), url.to_string()]);
+    args
+}
+
+fn call_args(calls: &[(&str, Value)]) -> Vec<String> {
+    let mut args = vec!["--timeout".to_string(), "30".to_string()];
+    for (tool, a) in calls {
+        args.extend([
+            "--call".to_string(),
+            tool.to_string(),
+            "--args".to_string(),
+            a.to_string(),
+        ]);
+    }
+    args
+}
+
+fn drive(driver: Driver, args: &[String]) -> DriverOutput {
+    let out = run_driver(driver, args, DRIVER_TIMEOUT)
+        .unwrap_or_else(|e| panic!("{driver:?} driver through the gateway: {e}"));
+    assert_eq!(
+        out.status,
+        Some(0),
+        "{driver:?} driver failed: {}\nstderr: {}",
+        out.json,
+        out.stderr
+    );
+    out
+}
+
+/// The text of a successful (not isError) call.
+fn ok_text(out: &DriverOutput, tool: &str) -> String {
+    let call = out
+        .call(tool)
+        .unwrap_or_else(|| panic!("no call of {tool}: {}", out.json));
+    assert!(
+        call["error"].is_null() && call["result"]["isError"] != true,
+        "{tool} failed through the gateway: {call}"
+    );
+    out.call_text(tool).unwrap_or_default()
+}
+
+/// The gateway speaks at most MAX_PROTOCOL; every client must end up on it or below.
+fn assert_negotiated_down(out: &DriverOutput) {
+    let v = out.json["protocol_version"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no protocol_version: {}", out.json));
+    assert!(
+        v <= max_protocol().as_str(),
+        "the client negotiated {v} through a gateway that speaks ≤ {}",
+        max_protocol()
+    );
+}
+
+fn tool_result_records(log: &Path, tool: &str) -> usize {
+    records(log)
+        .iter()
+        .filter(|r| r["channel"] == "tool_result" && r["tool"] == tool)
+        .count()
+}
+
+#[test]
+fn python_and_typescript_clients_reach_server_everything_through_stdio_gateway() {
+    require_interop();
+    for driver in [Driver::Python, Driver::TypeScript] {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = dir.path().join("audit.jsonl");
+        let msg = format!("hello through the gateway from {driver:?}");
+        let out = drive(
+            driver,
+            &via_stdio_proxy(
+                &[("echo", json!({ "message": msg }))],
+                &audit,
+                &everything(),
+            ),
+        );
+        assert!(
+            out.tool_names().iter().any(|t| t == "echo"),
+            "{:?}",
+            out.tool_names()
+        );
+        let text = ok_text(&out, "echo");
+        assert!(text.contains(&msg), "{driver:?}: {text:?}");
+        assert_negotiated_down(&out);
+        // The Python SDK offers 2026-07-28 (via server/discover) when it can; through
+        // the gateway it must land exactly on the gateway's newest revision.
+        if driver == Driver::Python {
+            assert_eq!(out.json["protocol_version"], max_protocol(), "{}", out.json);
+        }
+        assert!(
+            tool_result_records(&audit, "echo") >= 1,
+            "the echo result was not logged: {:?}",
+            records(&audit)
+        );
+    }
+}
+
+#[test]
+fn python_and_typescript_clients_over_http_gateway_to_server_everything() {
+    require_interop();
+    let mut args = vec!["--".to_string()];
+    args.extend(everything());
+    let mut gw = HttpProxy::start(&args, &[]);
+    for driver in [Driver::Python, Driver::TypeScript] {
+        let msg = format!("http hello from {driver:?}");
+        let out = drive(
+            driver,
+            &via_http(&[("echo", json!({ "message": msg }))], &gw.url),
+        );
+        assert_eq!(out.json["transport"], "http", "{}", out.json);
+        assert!(ok_text(&out, "echo").contains(&msg));
+        assert_negotiated_down(&out);
+        if driver == Driver::Python {
+            assert_eq!(out.json["protocol_version"], max_protocol(), "{}", out.json);
+        }
+    }
+    gw.assert_alive();
+    assert!(tool_result_records(&gw.audit, "echo") >= 2);
+}
+
+#[test]
+fn filesystem_server_reads_a_file_through_the_gateway() {
+    require_interop();
+    let files = tempfile::tempdir().unwrap();
+    // server-filesystem resolves symlinks; give it the canonical directory.
+    let root = files.path().canonicalize().unwrap();
+    let file = root.join("notes.txt");
+    std::fs::write(&file, "the tide tables for Tuesday\n").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let read = (
+        "read_text_file",
+        json!({ "path": file.display().to_string() }),
+    );
+    // Python over stdio.
+    let out = drive(
+        Driver::Python,
+        &via_stdio_proxy(std::slice::from_ref(&read), &audit, &filesystem(&root)),
+    );
+    assert!(
+        ok_text(&out, "read_text_file").contains("the tide tables for Tuesday"),
+        "{}",
+        out.json
+    );
+    assert_eq!(tool_result_records(&audit, "read_text_file"), 1);
+    // TypeScript over HTTP.
+    let mut args = vec!["--".to_string()];
+    args.extend(filesystem(&root));
+    let gw = HttpProxy::start(&args, &[]);
+    let out = drive(Driver::TypeScript, &via_http(&[read], &gw.url));
+    assert!(ok_text(&out, "read_text_file").contains("the tide tables for Tuesday"));
+}
+
+#[test]
+fn python_sdk_server_behind_the_gateway() {
+    require_interop();
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let calls = [
+        ("echo", json!({"text": "from the TS client"})),
+        ("weather", json!({"city": "Bergen"})),
+    ];
+    let out = drive(
+        Driver::TypeScript,
+        &via_stdio_proxy(&calls, &audit, &py_server()),
+    );
+    assert_eq!(ok_text(&out, "echo"), "from the TS client");
+    assert!(!ok_text(&out, "weather").is_empty());
+    // Python client → gateway (HTTP) → Python server (stdio): both SDK ends would
+    // speak 2026-07-28 to each other; through the gateway both land on ≤ MAX_PROTOCOL.
+    let mut args = vec!["--".to_string()];
+    args.extend(py_server());
+    let gw = HttpProxy::start(&args, &[]);
+    let out = drive(
+        Driver::Python,
+        &via_http(&[("echo", json!({"text": "py to py"}))], &gw.url),
+    );
+    assert_eq!(ok_text(&out, "echo"), "py to py");
+    assert_eq!(out.json["protocol_version"], max_protocol(), "{}", out.json);
+}
+
+/// The attack profile through the gateway, as a real client sees it.
+fn check_attack(out: &DriverOutput, audit: &Path) {
+    let names = out.tool_names();
+    for benign in ["echo", "add", "read_note", "fetch_page"] {
+        assert!(names.iter().any(|n| n == benign), "{benign}: {names:?}");
+    }
+    for poisoned in ["weather_lookup", "file_search"] {
+        assert!(
+            !names.iter().any(|n| n == poisoned),
+            "{poisoned} reached the client: {names:?}"
+        );
+    }
+    assert!(
+        out.json["instructions"].is_null(),
+        "poisoned instructions reached the client: {}",
+        out.json["instructions"]
+    );
+    let call = out.call("fetch_page").expect("fetch_page called");
+    assert_eq!(call["result"]["isError"], true, "{call}");
+    let text = out.call_text("fetch_page").unwrap_or_default();
+    assert!(!text.contains("collector.example.com"), "{text}");
+    let id = record_id_in(&text);
+    let rec = find_record(&AuditConfig::at(audit), &id)
+        .expect("audit index readable")
+        .unwrap_or_else(|| panic!("record {id} not in the audit log"));
+    assert_eq!(rec.channel, portcullis_core::Channel::ToolResult);
+    assert_ne!(rec.status, portcullis_core::Status::Allow);
+    assert!(
+        records(audit).iter().any(|r| r["id"] == id.as_str()),
+        "record {id} not in the JSONL log"
+    );
+    assert_eq!(ok_text(out, "echo"), "benign text");
+}
+
+#[test]
+fn attack_server_through_the_gateway_with_real_clients() {
+    require_interop();
+    let calls = [
+        ("echo", json!({"text": "benign text"})),
+        ("fetch_page", json!({"url": "https://example.com"})),
+    ];
+    // Python over stdio.
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let out = drive(
+        Driver::Python,
+        &via_stdio_proxy(&calls, &audit, &attack_server()),
+    );
+    check_attack(&out, &audit);
+    // TypeScript over HTTP.
+    let mut args = vec!["--".to_string()];
+    args.extend(attack_server());
+    let gw = HttpProxy::start(&args, &[]);
+    let out = drive(Driver::TypeScript, &via_http(&calls, &gw.url));
+    check_attack(&out, &gw.audit);
+}
+
+#[test]
+fn inspector_cli_lists_tools_through_the_gateway() {
+    require_interop();
+    let mut args = vec!["--".to_string()];
+    args.extend(attack_server());
+    let gw = HttpProxy::start(&args, &[]);
+    let dir = interop_dir();
+    let bin = node().parent().expect("node's bin dir").to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let inspector = |target: &[&str]| -> Value {
+        // The package's own bin script, run with the kit's node (>= 22); no npx.
+        let out = std::process::Command::new(node())
+            .arg(dir.join("node_modules/.bin/mcp-inspector"))
+            .arg("--cli")
+            .args(target)
+            .current_dir(&dir)
+            .env("PATH", &path)
+            .output()
+            .expect("run the MCP Inspector CLI");
+        assert!(
+            out.status.success(),
+            "inspector {target:?}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "inspector printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    };
+    let names = |v: &Value| -> Vec<String> {
+        v["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no tools: {v}"))
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    // Over HTTP.
+    let listed = names(&inspector(&[gw.url.as_str(), "--method", "tools/list"]));
+    assert!(listed.iter().any(|n| n == "echo"), "{listed:?}");
+    assert!(!listed.iter().any(|n| n == "weather_lookup"), "{listed:?}");
+    // Over stdio. The audit log comes from PORTCULLIS_AUDIT_LOG, passed with the
+    // Inspector's own `-e` (the SDK's stdio transport does not inherit the
+    // environment), so no gateway flag sits on the Inspector's line, which parses
+    // its own options anywhere.
+    let server = testserver();
+    let exe = portcullis();
+    let stdio_audit = gw.dir.path().join("stdio-audit.jsonl");
+    let env = format!("PORTCULLIS_AUDIT_LOG={}", stdio_audit.display());
+    let listed = names(&inspector(&[
+        "--method",
+        "tools/list",
+        "-e",
+        env.as_str(),
+        "--",
+        exe.as_str(),
+        "proxy",
+        "--",
+        server.as_str(),
+    ]));
+    assert!(listed.iter().any(|n| n == "payload"), "{listed:?}");
+    assert!(
+        records(&stdio_audit)
+            .iter()
+            .any(|r| r["channel"] == "tool_definition"),
+        "the stdio gateway logged no tool decisions in {}",
+        stdio_audit.display()
+    );
+}
+
+#[test]
+fn multi_server_http_gateway_namespaces_tools() {
+    require_interop();
+    let dir = tempfile::tempdir().unwrap();
+    let py = py_server();
+    std::fs::write(
+        dir.path().join("gateway.toml"),
+        format!(
+            r#"
+listen = "127.0.0.1:0"
+[audit]
+log = "audit.jsonl"
+[[server]]
+name = "kit"
+command = {kit:?}
+[[server]]
+name = "py"
+command = {py0:?}
+args = [{py1:?}]
+"#,
+            kit = testserver(),
+            py0 = py[0],
+            py1 = py[1],
+        ),
+    )
+    .unwrap();
+    let gw = HttpProxy::start_in(dir, &["--config".into(), "gateway.toml".into()], &[]);
+    let calls = [
+        ("kit__echo", json!({"text": "to the kit"})),
+        ("py__weather", json!({"city": "Tromsø"})),
+    ];
+    for driver in [Driver::Python, Driver::TypeScript] {
+        let out = drive(driver, &via_http(&calls, &gw.url));
+        let names = out.tool_names();
+        for t in ["kit__echo", "kit__payload", "py__echo", "py__weather"] {
+            assert!(names.iter().any(|n| n == t), "{driver:?}: {t} in {names:?}");
+        }
+        assert!(
+            names.iter().all(|n| n.contains("__")),
+            "un-namespaced tool: {names:?}"
+        );
+        assert_eq!(ok_text(&out, "kit__echo"), "to the kit");
+        assert!(!ok_text(&out, "py__weather").is_empty());
+    }
+    let log = records(&gw.audit);
+    assert!(log.iter().any(|r| r["server"] == "kit"), "{log:?}");
+    assert!(log.iter().any(|r| r["server"] == "py"), "{log:?}");
+}

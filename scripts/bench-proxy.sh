@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Benchmarks `portcullis proxy` against a direct connection (same rmcp client, same
+# upstream, interleaved in one run), with the audit log's fsync on (the default) and
+# then with --no-fsync. Release build. Prints Markdown tables on stdout.
+#
+#   scripts/bench-proxy.sh                 # full run (2000 calls per cell, 100,000-call long run)
+#   scripts/bench-proxy.sh --calls 500 --long 20000
+#
+# Extra arguments go to portcullis-proxy-bench (see its --help). The server-everything
+# rows need scripts/setup-interop.sh; without .interop/ they are skipped.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+cargo build --release -p portcullis -p portcullis-testkit >&2
+BENCH="$ROOT/target/release/portcullis-proxy-bench"
+echo "# portcullis proxy benchmark ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load before: $(cut -d' ' -f1-3 /proc/loadavg))"
+echo
+echo "## audit fsync on (default)"
+echo
+"$BENCH" "$@"
+echo
+echo "## audit --no-fsync"
+echo
+"$BENCH" --no-fsync "$@"
