@@ -208,6 +208,7 @@ impl Inspector {
                 },
                 findings,
                 latency_us: 0,
+                evidence: None,
             }],
             score,
             thresholds: self.detector.config().thresholds,
