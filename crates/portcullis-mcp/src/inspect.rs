@@ -134,27 +134,57 @@ impl Inspector {
             FailMode::Open => (Status::Allow, Action::Pass),
         };
         Inspection {
-            record: DecisionRecord {
-                id: fallback_meta.id,
-                position: fallback_meta.position,
-                time: portcullis_core::now_rfc3339(),
-                config_hash: self.detector.config_hash().to_string(),
+            record: self.record(
+                fallback_meta,
                 channel,
-                server: Some(server.to_string()),
-                tool: tool.map(str::to_string),
-                path: None,
-                input_sha256: String::new(),
-                input_len: 0,
-                stages: Vec::new(),
-                score: 1.0,
-                thresholds: self.detector.config().thresholds,
-                status,
-                action,
-                reasons: vec![format!("{failure}; fail_mode = {:?}", self.fail_mode)],
-                latency_us: 0,
-            },
+                server,
+                tool,
+                None,
+                Vec::new(),
+                1.0,
+                (status, action),
+                vec![format!("{failure}; fail_mode = {:?}", self.fail_mode)],
+            ),
             masked: None,
             masks: Vec::new(),
+        }
+    }
+
+    /// A record the gateway writes itself (a failed inspection, a structural
+    /// decision), with the same header every detector record has.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        meta: RecordMeta,
+        channel: Channel,
+        server: &str,
+        tool: Option<&str>,
+        input: Option<&str>,
+        stages: Vec<StageOutput>,
+        score: f64,
+        (status, action): (Status, Action),
+        reasons: Vec<String>,
+    ) -> DecisionRecord {
+        DecisionRecord {
+            id: meta.id,
+            position: meta.position,
+            time: portcullis_core::now_rfc3339(),
+            config_hash: self.detector.config_hash().to_string(),
+            channel,
+            server: Some(server.to_string()),
+            tool: tool.map(str::to_string),
+            path: None,
+            input_sha256: input
+                .map(|t| portcullis_core::sha256_hex(t.as_bytes()))
+                .unwrap_or_default(),
+            input_len: input.map_or(0, str::len),
+            stages,
+            score,
+            thresholds: self.detector.config().thresholds,
+            status,
+            action,
+            reasons,
+            latency_us: 0,
         }
     }
 
@@ -179,44 +209,35 @@ impl Inspector {
         action: Action,
         reasons: Vec<String>,
     ) -> Result<DecisionRecord, InspectError> {
-        let weights = self.detector.config().severity_weights;
-        let score = 1.0
-            - findings
-                .iter()
-                .map(|f| 1.0 - weights.weight(f.severity).clamp(0.0, 1.0))
-                .product::<f64>();
+        // The same stage score the pipeline gives rule findings.
+        let score = portcullis_detect::policy::stage_score(
+            &findings,
+            &self.detector.config().severity_weights,
+        );
         let text = crate::pins::canonical(input);
-        let meta = self.meta();
-        let record = DecisionRecord {
-            id: meta.id,
-            position: meta.position,
-            time: portcullis_core::now_rfc3339(),
-            config_hash: self.detector.config_hash().to_string(),
-            channel,
-            server: Some(server.to_string()),
-            tool: tool.map(str::to_string),
-            path: None,
-            input_sha256: portcullis_core::sha256_hex(text.as_bytes()),
-            input_len: text.len(),
-            stages: vec![StageOutput {
-                name: STAGE_STRUCTURAL.into(),
-                score,
-                label: if findings.is_empty() {
-                    "clean".into()
-                } else {
-                    "findings".into()
-                },
-                findings,
-                latency_us: 0,
-                evidence: None,
-            }],
+        let stage = StageOutput {
+            name: STAGE_STRUCTURAL.into(),
             score,
-            thresholds: self.detector.config().thresholds,
-            status,
-            action,
-            reasons,
+            label: if findings.is_empty() {
+                "clean".into()
+            } else {
+                "findings".into()
+            },
+            findings,
             latency_us: 0,
+            evidence: None,
         };
+        let record = self.record(
+            self.meta(),
+            channel,
+            server,
+            tool,
+            Some(&text),
+            vec![stage],
+            score,
+            (status, action),
+            reasons,
+        );
         self.log(vec![record.clone()]).await?;
         Ok(record)
     }
