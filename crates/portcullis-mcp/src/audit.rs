@@ -170,19 +170,6 @@ impl AuditLog {
             .map_err(|_| AuditError::Stopped("writer thread gone".into()))?
             .map_err(AuditError::Stopped)
     }
-
-    /// Append from synchronous code (tests, CLI tools).
-    pub fn append_blocking(&self, records: Vec<DecisionRecord>) -> Result<(), AuditError> {
-        let (ack, done) = tokio::sync::oneshot::channel();
-        self.tx
-            .as_ref()
-            .ok_or_else(|| AuditError::Stopped("closed".into()))?
-            .send(Batch { records, ack })
-            .map_err(|_| AuditError::Stopped("writer thread gone".into()))?;
-        done.blocking_recv()
-            .map_err(|_| AuditError::Stopped("writer thread gone".into()))?
-            .map_err(AuditError::Stopped)
-    }
 }
 
 impl Drop for AuditLog {
