@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks `portcullis proxy` against a direct connection (same rmcp client, same
-# upstream, interleaved in one run), with the audit log's fsync on (the default) and
-# then with --no-fsync. Release build. Prints Markdown tables on stdout.
+# upstream, interleaved in one run): rules + lexical with the audit log's fsync on (the
+# default, with the 100,000-call memory run), then with --no-fsync, then with the
+# embedding stage on. Release build. Prints Markdown tables on stdout.
 #
 #   scripts/bench-proxy.sh                 # full run (2000 calls per cell, 100,000-call long run)
 #   scripts/bench-proxy.sh --calls 500 --long 20000
@@ -21,4 +22,10 @@ echo
 echo
 echo "## audit --no-fsync"
 echo
-"$BENCH" --no-fsync "$@"
+"$BENCH" --no-fsync --long 0 "$@"
+if [[ -f models/all-MiniLM-L6-v2/model.safetensors ]]; then
+  echo
+  echo "## embedding stage on (audit fsync on)"
+  echo
+  "$BENCH" --embedding --long 0 "$@"
+fi

@@ -210,8 +210,12 @@ fn open_index(path: &Path) -> Result<Connection, AuditError> {
     Ok(db)
 }
 
+/// A written record and where its line is in the log.
+type IndexRow = (DecisionRecord, u64, u64);
+
 impl Writer {
     fn run(&mut self, rx: mpsc::Receiver<Batch>) {
+        let mut index_failure: Option<String> = None;
         while let Ok(first) = rx.recv() {
             // Group commit: everything queued now shares one flush and fsync.
             let mut group = vec![first];
@@ -221,17 +225,40 @@ impl Writer {
                     break;
                 }
             }
-            let outcome = self.write_group(&group).map_err(|e| e.to_string());
+            // The log is the record of truth: decisions are released once it is
+            // durable. The index is derived from it and written after the release;
+            // if that fails, every later decision fails closed.
+            let outcome = match &index_failure {
+                Some(e) => Err(format!("audit index write failed earlier: {e}")),
+                None => self.write_log(&group).map_err(|e| e.to_string()),
+            };
             if let Err(e) = &outcome {
                 tracing::error!(error = %e, "audit write failed; decisions are not forwarded");
             }
-            for b in group {
-                let _ = b.ack.send(outcome.clone());
+            let rows = match outcome {
+                Ok(rows) => {
+                    for b in group {
+                        let _ = b.ack.send(Ok(()));
+                    }
+                    rows
+                }
+                Err(e) => {
+                    for b in group {
+                        let _ = b.ack.send(Err(e.clone()));
+                    }
+                    continue;
+                }
+            };
+            if let Err(e) = self.write_index(&rows) {
+                tracing::error!(error = %e, "audit index write failed; later decisions fail closed");
+                index_failure = Some(e.to_string());
             }
         }
     }
 
-    fn write_group(&mut self, group: &[Batch]) -> Result<(), AuditError> {
+    /// Append a group's records to the log (flushed, and synced per `fsync`); the
+    /// rows for the index.
+    fn write_log(&mut self, group: &[Batch]) -> Result<Vec<IndexRow>, AuditError> {
         let io = |path: &Path, source| AuditError::Io {
             path: path.to_path_buf(),
             source,
@@ -257,8 +284,10 @@ impl Writer {
                 .sync_data()
                 .map_err(|e| io(&self.log_path, e))?;
         }
-        // The index is derived from the log (it can be rebuilt from it), so it is
-        // written after the log is durable.
+        Ok(rows)
+    }
+
+    fn write_index(&mut self, rows: &[IndexRow]) -> Result<(), AuditError> {
         let sq = |source| AuditError::Sqlite {
             path: self.db_path.clone(),
             source,
@@ -272,7 +301,7 @@ impl Writer {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 )
                 .map_err(sq)?;
-            for (r, off, len) in &rows {
+            for (r, off, len) in rows {
                 stmt.execute(params![
                     r.id,
                     r.time,
@@ -336,12 +365,13 @@ pub fn find_record(config: &AuditConfig, id: &str) -> Result<Option<DecisionReco
                 source: e,
             }),
         })?;
-    let Some((off, len)) = row else {
-        return Ok(None);
-    };
     let io = |source| AuditError::Io {
         path: config.log.clone(),
         source,
+    };
+    let Some((off, len)) = row else {
+        // Not (yet) in the index, which is written just after the log: scan the log.
+        return scan_log(config, id);
     };
     let mut f = File::open(&config.log).map_err(io)?;
     f.seek(SeekFrom::Start(off as u64)).map_err(io)?;
@@ -350,4 +380,30 @@ pub fn find_record(config: &AuditConfig, id: &str) -> Result<Option<DecisionReco
     serde_json::from_slice(&buf)
         .map(Some)
         .map_err(|e| AuditError::Stopped(format!("record {id} in the log is not valid JSON: {e}")))
+}
+
+/// The record `id` found by reading the log line by line (the index's fallback).
+fn scan_log(config: &AuditConfig, id: &str) -> Result<Option<DecisionRecord>, AuditError> {
+    let io = |source| AuditError::Io {
+        path: config.log.clone(),
+        source,
+    };
+    let file = match File::open(&config.log) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(e)),
+    };
+    let needle = format!("\"id\":{}", serde_json::Value::String(id.to_string()));
+    for line in std::io::BufRead::lines(std::io::BufReader::new(file)) {
+        let line = line.map_err(io)?;
+        if !line.contains(&needle) {
+            continue;
+        }
+        if let Ok(record) = serde_json::from_str::<DecisionRecord>(&line) {
+            if record.id == id {
+                return Ok(Some(record));
+            }
+        }
+    }
+    Ok(None)
 }

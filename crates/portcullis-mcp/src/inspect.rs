@@ -21,6 +21,9 @@ pub const STAGE_STRUCTURAL: &str = "structural";
 
 /// Keys whose values are binary payloads (images, audio, blobs), not text.
 const BINARY_KEYS: &[&str] = &["blob", "data"];
+/// Messages up to this size (serialized bytes) are inspected on the calling task;
+/// see [`Inspector::run`].
+const INLINE_BYTES: usize = 8 * 1024;
 
 /// What the gateway does with one inspected item.
 #[derive(Debug, Clone)]
@@ -113,20 +116,38 @@ impl Inspector {
         }
     }
 
-    /// Run the detector off the async threads, under the inspection timeout. A
-    /// panic or timeout becomes a held (or, fail-open, allowed) synthetic record.
-    async fn run<F>(&self, channel: Channel, server: &str, tool: Option<&str>, f: F) -> Inspection
+    /// Run the detector on an input of `bytes` bytes. Small inputs run on the
+    /// calling task (a hop to the blocking pool costs more than inspecting them, and
+    /// the normalization caps bound their work); larger ones run off the async
+    /// threads under the inspection timeout. A panic or timeout becomes a held (or,
+    /// fail-open, allowed) synthetic record.
+    async fn run<F>(
+        &self,
+        channel: Channel,
+        server: &str,
+        tool: Option<&str>,
+        bytes: usize,
+        f: F,
+    ) -> Inspection
     where
         F: FnOnce(&Detector, RecordMeta) -> Inspection + Send + 'static,
     {
-        let detector = self.detector.clone();
         let meta = self.meta();
         let fallback_meta = meta.clone();
-        let job = tokio::task::spawn_blocking(move || f(&detector, meta));
-        let failure = match tokio::time::timeout(self.timeout, job).await {
-            Ok(Ok(inspection)) => return inspection,
-            Ok(Err(e)) => format!("inspection failed: {e}"),
-            Err(_) => format!("inspection timed out after {:?}", self.timeout),
+        let failure = if bytes <= INLINE_BYTES {
+            let detector = &self.detector;
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(detector, meta))) {
+                Ok(inspection) => return inspection,
+                Err(_) => "inspection failed: the detector panicked".to_string(),
+            }
+        } else {
+            let detector = self.detector.clone();
+            let job = tokio::task::spawn_blocking(move || f(&detector, meta));
+            match tokio::time::timeout(self.timeout, job).await {
+                Ok(Ok(inspection)) => return inspection,
+                Ok(Err(e)) => format!("inspection failed: {e}"),
+                Err(_) => format!("inspection timed out after {:?}", self.timeout),
+            }
         };
         tracing::error!(%failure, channel = channel.as_str(), server, "fail {:?}", self.fail_mode);
         let (status, action) = match self.fail_mode {
@@ -258,8 +279,9 @@ impl Inspector {
         let (s, t) = (server.to_string(), tool.map(str::to_string));
         let ex = Arc::new(extracted);
         let ex2 = ex.clone();
+        let bytes = whole.len();
         let inspection = self
-            .run(channel, server, tool, move |d, meta| {
+            .run(channel, server, tool, bytes, move |d, meta| {
                 d.inspect_items(channel, Some(&s), t.as_deref(), &ex2, &whole, meta)
             })
             .await;
@@ -305,12 +327,18 @@ impl Inspector {
         let item_text = text.to_string();
         let s = server.to_string();
         let inspection = self
-            .run(Channel::ServerInstructions, server, None, move |d, meta| {
-                let item = portcullis_core::Item::new(Channel::ServerInstructions, item_text)
-                    .with_server(Some(s))
-                    .with_path("$");
-                d.inspect(&item, meta)
-            })
+            .run(
+                Channel::ServerInstructions,
+                server,
+                None,
+                text.len(),
+                move |d, meta| {
+                    let item = portcullis_core::Item::new(Channel::ServerInstructions, item_text)
+                        .with_server(Some(s))
+                        .with_path("$");
+                    d.inspect(&item, meta)
+                },
+            )
             .await;
         let (forward, record) = self
             .metadata_decision(inspection, &mut v, |d, v, meta| {
@@ -333,11 +361,14 @@ impl Inspector {
         let t = tool.clone();
         let s = server.to_string();
         let name = tool.get("name").and_then(Value::as_str).map(str::to_string);
+        // Definitions are inspected once per listing, not per call: always under the
+        // timeout.
         let inspection = self
             .run(
                 Channel::ToolDefinition,
                 server,
                 name.as_deref(),
+                usize::MAX,
                 move |d, meta| {
                     d.inspect_tool(&t, Some(&s), meta.clone())
                         .unwrap_or_else(|e| not_an_object(d, meta, &s, &e.to_string()))
@@ -394,9 +425,15 @@ impl Inspector {
         let v = entry.clone();
         let first = inspect.clone();
         let inspection = self
-            .run(channel, server, name.as_deref(), move |d, meta| {
-                first(d, &v, meta.clone()).unwrap_or_else(|e| not_an_object(d, meta, "", &e))
-            })
+            .run(
+                channel,
+                server,
+                name.as_deref(),
+                usize::MAX,
+                move |d, meta| {
+                    first(d, &v, meta.clone()).unwrap_or_else(|e| not_an_object(d, meta, "", &e))
+                },
+            )
             .await;
         let (forward, record) = self.metadata_decision(inspection, entry, inspect).await;
         self.log(vec![record.clone()]).await?;

@@ -34,13 +34,43 @@ pub enum ServeError {
 pub async fn serve_stdio(gw: Arc<Gateway>) -> Result<(), ServeError> {
     let session = gw.session();
     let id = session.id();
-    let running = session
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| ServeError::Stdio(e.to_string()))?;
+    let running = match stdio_pipes() {
+        Some(pipes) => session.serve(pipes).await,
+        None => session.serve(rmcp::transport::stdio()).await,
+    }
+    .map_err(|e| ServeError::Stdio(e.to_string()))?;
     let _ = running.waiting().await;
     gw.router().unregister(id);
     Ok(())
+}
+
+/// Stdin and stdout as non-blocking pipes on the reactor, when both are pipes (as
+/// when an MCP client spawns the gateway). Tokio's own stdin/stdout hand every read
+/// and write to a blocking thread, which costs a thread switch per message.
+#[cfg(unix)]
+fn stdio_pipes() -> Option<(
+    tokio::net::unix::pipe::Receiver,
+    tokio::net::unix::pipe::Sender,
+)> {
+    use std::os::fd::{AsFd, OwnedFd};
+    use std::os::unix::fs::FileTypeExt;
+    let fifo = |fd: OwnedFd| -> Option<OwnedFd> {
+        let file = std::fs::File::from(fd);
+        let is_fifo = file.metadata().ok()?.file_type().is_fifo();
+        is_fifo.then(|| OwnedFd::from(file))
+    };
+    // Check both before converting either: conversion makes the descriptor
+    // non-blocking, which the blocking fallback could not read.
+    let input = fifo(std::io::stdin().as_fd().try_clone_to_owned().ok()?)?;
+    let output = fifo(std::io::stdout().as_fd().try_clone_to_owned().ok()?)?;
+    let rx = tokio::net::unix::pipe::Receiver::from_owned_fd(input).ok()?;
+    let tx = tokio::net::unix::pipe::Sender::from_owned_fd(output).ok()?;
+    Some((rx, tx))
+}
+
+#[cfg(not(unix))]
+fn stdio_pipes() -> Option<(tokio::io::Stdin, tokio::io::Stdout)> {
+    None
 }
 
 /// A bound HTTP listener, ready to serve.

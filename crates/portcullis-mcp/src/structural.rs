@@ -701,10 +701,14 @@ impl Structural {
                 sensitive: false,
                 source: "result",
             };
-            let mut scratch = TaintStore::new(usize::MAX, self.config.taint.min_len);
-            scratch.add_result(shown, &label);
             let mut t = self.taint();
             t.add_result(shown, &label);
+            if raw == shown {
+                // Nothing was masked (the common case): no token is sensitive.
+                return Ok(Verdict::Pass);
+            }
+            let mut scratch = TaintStore::new(usize::MAX, self.config.taint.min_len);
+            scratch.add_result(shown, &label);
             // Tokens of the raw result that did not survive into the forwarded one
             // were masked by the output guard: secrets or PII.
             let kept: std::collections::HashSet<String> = scratch.values().into_iter().collect();

@@ -105,14 +105,15 @@ fn text_result(text: impl Into<String>) -> CallToolResponse {
     CallToolResult::success(vec![ContentBlock::text(text)]).into()
 }
 
-/// A deterministic text of exactly `bytes` bytes: numbered 64-byte lines.
+/// A deterministic text of exactly `bytes` bytes: numbered 64-byte lines of plain
+/// prose (the proxy benchmark measures the gateway's ordinary, forwarding path with it).
 pub fn deterministic_text(bytes: usize) -> String {
     let mut out = String::with_capacity(bytes + 64);
     let mut line = 0u64;
     while out.len() < bytes {
         // 8 digits + 1 space + 54 characters + newline = 64 bytes.
         out.push_str(&format!(
-            "{line:08} the quick brown fox jumps over the lazy dog 0123456789\n"
+            "{line:08} rain in the morning, clearing by noon; light west wind\n"
         ));
         line += 1;
     }
@@ -876,7 +877,7 @@ mod tests {
             assert_eq!(deterministic_text(n).len(), n);
         }
         assert_eq!(deterministic_text(2048), deterministic_text(2048));
-        assert!(deterministic_text(128).starts_with("00000000 the quick"));
+        assert!(deterministic_text(128).starts_with("00000000 rain in the morning"));
     }
 
     #[test]

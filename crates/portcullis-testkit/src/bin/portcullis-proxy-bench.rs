@@ -33,7 +33,10 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 #[derive(Parser)]
-#[command(about = "Latency, throughput and memory of `portcullis proxy` vs a direct connection")]
+#[command(
+    about = "Latency, throughput and memory of `portcullis proxy` vs a direct connection",
+    args_override_self = true
+)]
 struct Args {
     /// The `portcullis` binary (default: next to this binary).
     #[arg(long)]
@@ -51,6 +54,12 @@ struct Args {
     /// Interleaving rounds per cell.
     #[arg(long, default_value_t = 5)]
     rounds: usize,
+    /// Unmeasured warm-up calls per cell and side (at least the concurrency).
+    #[arg(long, default_value_t = 50)]
+    warmup: usize,
+    /// Result sizes of the test server's `payload` tool, in KiB.
+    #[arg(long, value_delimiter = ',', default_value = "1,64")]
+    kib: Vec<u32>,
     /// Concurrent sessions (HTTP) / in-flight calls (stdio).
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
@@ -60,6 +69,10 @@ struct Args {
     /// Pass --no-fsync to the gateway.
     #[arg(long)]
     no_fsync: bool,
+    /// Turn the gateway's embedding stage on (balanced preset + embedding; needs
+    /// scripts/fetch-models.sh).
+    #[arg(long)]
+    embedding: bool,
     /// Transports to measure.
     #[arg(long, value_delimiter = ',', default_value = "stdio,http")]
     transports: Vec<String>,
@@ -85,12 +98,33 @@ struct Tool {
     label: String,
     name: &'static str,
     args: Value,
+    /// What a forwarded result looks like; anything else was withheld by the gateway.
+    expect: Expect,
+}
+
+#[derive(Clone)]
+enum Expect {
+    /// The text has exactly this many bytes.
+    Len(usize),
+    /// The text contains this.
+    Contains(&'static str),
+}
+
+impl Expect {
+    fn matches(&self, text: &str) -> bool {
+        match self {
+            Expect::Len(n) => text.len() == *n,
+            Expect::Contains(s) => text.contains(s),
+        }
+    }
 }
 
 #[derive(Default, Clone)]
 struct Samples {
     lat_us: Vec<u64>,
     calls: usize,
+    /// Calls whose result was not the upstream's (withheld or rewritten).
+    withheld: usize,
     wall: Duration,
 }
 
@@ -217,6 +251,8 @@ struct Env {
     everything: Option<(PathBuf, PathBuf)>,
     work: PathBuf,
     no_fsync: bool,
+    /// Detector configuration for the gateway (--detector), when not the default.
+    detector: Option<PathBuf>,
     concurrency: usize,
 }
 
@@ -229,6 +265,10 @@ impl Env {
         ];
         if self.no_fsync {
             a.push("--no-fsync".into());
+        }
+        if let Some(d) = &self.detector {
+            a.push("--detector".into());
+            a.push(d.display().to_string());
         }
         a
     }
@@ -274,6 +314,9 @@ impl Env {
         if self.no_fsync {
             cmd.arg("--no-fsync");
         }
+        if let Some(d) = &self.detector {
+            cmd.arg("--detector").arg(d);
+        }
         let (gchild, gurl) = spawn_http(cmd, "portcullis: listening on ").await?;
         let pid = gchild.id();
         let direct = http_clients(upstream_url, self.concurrency).await?;
@@ -295,7 +338,8 @@ impl Env {
     }
 }
 
-async fn one_call(peer: &Peer<RoleClient>, tool: &Tool) -> Result<u64> {
+/// One call: its latency in microseconds, and whether the upstream's result arrived.
+async fn one_call(peer: &Peer<RoleClient>, tool: &Tool) -> Result<(u64, bool)> {
     let mut params = CallToolRequestParams::new(tool.name);
     params.arguments = tool.args.as_object().cloned();
     let t = Instant::now();
@@ -304,7 +348,12 @@ async fn one_call(peer: &Peer<RoleClient>, tool: &Tool) -> Result<u64> {
     if r.is_error == Some(true) {
         bail!("{} returned an error result: {:?}", tool.name, r.content);
     }
-    Ok(us)
+    let forwarded = r
+        .content
+        .iter()
+        .filter_map(|c| c.as_text())
+        .any(|t| tool.expect.matches(&t.text));
+    Ok((us, forwarded))
 }
 
 /// `calls` calls with `concurrency` workers (each on session `i % sessions`).
@@ -317,15 +366,20 @@ async fn batch(side: &Side, tool: &Tool, calls: usize, concurrency: usize) -> Re
         let tool = tool.clone();
         set.spawn(async move {
             let mut lat = Vec::with_capacity(n);
+            let mut withheld = 0;
             for _ in 0..n {
-                lat.push(one_call(&peer, &tool).await?);
+                let (us, forwarded) = one_call(&peer, &tool).await?;
+                lat.push(us);
+                withheld += usize::from(!forwarded);
             }
-            Ok::<_, anyhow::Error>(lat)
+            Ok::<_, anyhow::Error>((lat, withheld))
         });
     }
     let mut s = Samples::default();
     while let Some(r) = set.join_next().await {
-        s.lat_us.extend(r??);
+        let (lat, withheld) = r??;
+        s.lat_us.extend(lat);
+        s.withheld += withheld;
     }
     s.wall = start.elapsed();
     s.calls = s.lat_us.len();
@@ -338,6 +392,8 @@ struct Row {
     mode: String,
     direct: Samples,
     proxy: Samples,
+    /// Why the cell has no figures.
+    error: Option<String>,
 }
 
 /// Interleaved rounds of direct and proxied batches.
@@ -345,13 +401,13 @@ async fn measure(
     direct: &Side,
     proxy: &Side,
     tool: &Tool,
-    calls: usize,
-    rounds: usize,
+    args: &Args,
     concurrency: usize,
 ) -> Result<(Samples, Samples)> {
+    let (calls, rounds) = (args.calls, args.rounds);
     // Warm-up, not measured.
-    batch(direct, tool, 50.max(concurrency), concurrency).await?;
-    batch(proxy, tool, 50.max(concurrency), concurrency).await?;
+    batch(direct, tool, args.warmup.max(concurrency), concurrency).await?;
+    batch(proxy, tool, args.warmup.max(concurrency), concurrency).await?;
     let mut d = Samples::default();
     let mut p = Samples::default();
     let per = (calls / rounds).max(concurrency);
@@ -370,6 +426,7 @@ async fn measure(
             let s = batch(side, tool, per, concurrency).await?;
             acc.lat_us.extend(s.lat_us);
             acc.calls += s.calls;
+            acc.withheld += s.withheld;
             acc.wall += s.wall;
         }
     }
@@ -391,6 +448,7 @@ fn payload(kib: u32) -> Tool {
         label: format!("testserver payload {kib} KiB"),
         name: "payload",
         args: json!({ "kib": kib }),
+        expect: Expect::Len(kib as usize * 1024),
     }
 }
 
@@ -399,6 +457,7 @@ fn echo() -> Tool {
         label: "server-everything echo".into(),
         name: "echo",
         args: json!({"message": "hello from the proxy benchmark"}),
+        expect: Expect::Contains("hello from the proxy benchmark"),
     }
 }
 
@@ -421,13 +480,26 @@ async fn cells(
                 format!("{conc} sessions")
             };
             eprintln!("bench: {transport} {} {mode}", tool.label);
-            let (d, p) = measure(direct, proxy, tool, args.calls, args.rounds, conc).await?;
+            // A cell that fails (e.g. the gateway withholds the tool) is reported as
+            // such and the run goes on.
+            let (direct, proxy, error) = match measure(direct, proxy, tool, args, conc).await {
+                Ok((d, p)) => (d, p, None),
+                Err(e) => {
+                    eprintln!("bench:   failed: {e:#}");
+                    (
+                        Samples::default(),
+                        Samples::default(),
+                        Some(format!("{e:#}")),
+                    )
+                }
+            };
             rows.push(Row {
                 transport,
                 tool: tool.label.clone(),
                 mode,
-                direct: d,
-                proxy: p,
+                direct,
+                proxy,
+                error,
             });
         }
     }
@@ -456,7 +528,28 @@ async fn run_in(args: &Args, tmp: &Path) -> Result<String> {
             (node.is_file() && script.is_file()).then_some((node, script))
         }
     };
+    let detector = if args.embedding {
+        let models = std::env::current_dir()?.join("models/all-MiniLM-L6-v2");
+        if !models.join("model.safetensors").is_file() {
+            bail!(
+                "--embedding needs the model in {} (scripts/fetch-models.sh)",
+                models.display()
+            );
+        }
+        let path = tmp.join("detector-embedding.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "preset = \"balanced\"\n[embedding]\nenabled = true\nmodels_dir = {:?}\n",
+                models.display().to_string()
+            ),
+        )?;
+        Some(path)
+    } else {
+        None
+    };
     let env = Env {
+        detector,
         portcullis: match &args.portcullis {
             Some(p) => p.clone(),
             None => sibling("portcullis")?,
@@ -471,6 +564,7 @@ async fn run_in(args: &Args, tmp: &Path) -> Result<String> {
         concurrency: args.concurrency,
     };
     let ts = env.testserver.display().to_string();
+    let payloads: Vec<Tool> = args.kib.iter().map(|&k| payload(k)).collect();
     let mut rows = Vec::new();
     let mut memory = String::new();
     for transport in &args.transports {
@@ -479,16 +573,7 @@ async fn run_in(args: &Args, tmp: &Path) -> Result<String> {
                 let (d, p) = env
                     .stdio_pair("stdio-kit", std::slice::from_ref(&ts))
                     .await?;
-                cells(
-                    &env,
-                    "stdio",
-                    &[payload(1), payload(64)],
-                    &d,
-                    &p,
-                    args,
-                    &mut rows,
-                )
-                .await?;
+                cells(&env, "stdio", &payloads, &d, &p, args, &mut rows).await?;
                 if let Some((node, script)) = &env.everything {
                     let up = [node.display().to_string(), script.display().to_string()];
                     let (d, p) = env.stdio_pair("stdio-everything", &up).await?;
@@ -500,16 +585,7 @@ async fn run_in(args: &Args, tmp: &Path) -> Result<String> {
                 cmd.args(["--transport", "http", "--listen", "127.0.0.1:0"]);
                 let (_server, url) = spawn_http(cmd, "listening on ").await?;
                 let (d, p) = env.http_pair("http-kit", &url).await?;
-                cells(
-                    &env,
-                    "http",
-                    &[payload(1), payload(64)],
-                    &d,
-                    &p,
-                    args,
-                    &mut rows,
-                )
-                .await?;
+                cells(&env, "http", &payloads, &d, &p, args, &mut rows).await?;
                 if args.long > 0 {
                     memory = long_run(&p, args).await?;
                 }
@@ -577,8 +653,9 @@ fn render(rows: &[Row], memory: &str, args: &Args) -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let _ = writeln!(
         out,
-        "audit fsync: {}; calls per cell and side: {} in {} interleaved rounds; CPUs: {cpus}; \
-         load average at the end: {}\n",
+        "detector: balanced preset, rules + lexical{}; audit fsync: {}; calls per cell and side: {} \
+         in {} interleaved rounds; CPUs: {cpus}; load average at the end: {}\n",
+        if args.embedding { " + embedding" } else { "" },
         if args.no_fsync {
             "off (--no-fsync)"
         } else {
@@ -593,17 +670,28 @@ fn render(rows: &[Row], memory: &str, args: &Args) -> String {
     );
     let _ = writeln!(
         out,
-        "| transport | upstream tool | mode | direct p50 / p95 / p99 ms | gateway p50 / p95 / p99 ms | p50 × | direct calls/s | gateway calls/s | throughput × |"
+        "| transport | upstream tool | mode | direct p50 / p95 / p99 ms | gateway p50 / p95 / p99 ms | p50 × | direct calls/s | gateway calls/s | throughput × | withheld |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
     for r in rows {
+        if let Some(e) = &r.error {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | failed: {} | | | | | | |",
+                r.transport,
+                r.tool,
+                r.mode,
+                e.replace('|', "/").replace('\n', " ")
+            );
+            continue;
+        }
         let mut d = r.direct.clone();
         let mut p = r.proxy.clone();
         let (d50, d95, d99) = (d.pct(0.5), d.pct(0.95), d.pct(0.99));
         let (p50, p95, p99) = (p.pct(0.5), p.pct(0.95), p.pct(0.99));
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {d50:.3} / {d95:.3} / {d99:.3} | {p50:.3} / {p95:.3} / {p99:.3} | {:.2} | {:.0} | {:.0} | {:.2} |",
+            "| {} | {} | {} | {d50:.3} / {d95:.3} / {d99:.3} | {p50:.3} / {p95:.3} / {p99:.3} | {:.2} | {:.0} | {:.0} | {:.2} | {}/{} |",
             r.transport,
             r.tool,
             r.mode,
@@ -611,6 +699,8 @@ fn render(rows: &[Row], memory: &str, args: &Args) -> String {
             d.throughput(),
             p.throughput(),
             p.throughput() / d.throughput(),
+            p.withheld,
+            p.calls,
         );
     }
     if !memory.is_empty() {
