@@ -1,5 +1,6 @@
 //! The `portcullis` command line.
 
+mod bench;
 mod corpus;
 mod eval;
 mod proxy;
@@ -53,6 +54,9 @@ enum Command {
     /// The gateway's human review queue: list, show (with diff and taint path),
     /// approve, deny.
     Review(review::ReviewArgs),
+    /// End-to-end attacks on the bench's MCP servers, baseline against defended
+    /// (ASR, PUA, NRP; docs/bench.md).
+    Bench(bench::BenchCmd),
     /// Print the effective configuration (TOML) and its hash.
     Config {
         #[command(flatten)]
@@ -149,6 +153,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Eval(a) => eval::run(a),
         Command::Proxy(a) => proxy::run(a),
         Command::Review(a) => review::run(a),
+        Command::Bench(a) => bench::run(a),
         Command::Rules { detector } => {
             let d = detector.load()?;
             for c in d.rules().categories() {
