@@ -1,10 +1,13 @@
 //! The `portcullis` command line.
 
+mod audit;
+mod audit_report;
 mod corpus;
 mod eval;
 mod proxy;
 mod review;
 mod scan;
+mod wrap;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -53,6 +56,13 @@ enum Command {
     /// The gateway's human review queue: list, show (with diff and taint path),
     /// approve, deny.
     Review(review::ReviewArgs),
+    /// Audit MCP client configurations: list every server's tools, prompts and
+    /// resources, run every analyzer, report (table, --json, --sarif).
+    Audit(audit::AuditArgs),
+    /// Rewrite an MCP client configuration so each server runs behind `portcullis proxy`.
+    Wrap(wrap::WrapArgs),
+    /// Restore a configuration `wrap` changed.
+    Unwrap(wrap::UnwrapArgs),
     /// Print the effective configuration (TOML) and its hash.
     Config {
         #[command(flatten)]
@@ -149,6 +159,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Eval(a) => eval::run(a),
         Command::Proxy(a) => proxy::run(a),
         Command::Review(a) => review::run(a),
+        Command::Audit(a) => audit::run(a),
+        Command::Wrap(a) => wrap::run_wrap(a),
+        Command::Unwrap(a) => wrap::run_unwrap(a),
         Command::Rules { detector } => {
             let d = detector.load()?;
             for c in d.rules().categories() {
