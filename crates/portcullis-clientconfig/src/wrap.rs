@@ -137,7 +137,7 @@ fn indent_at(text: &str, pos: usize) -> &str {
 
 /// Replace byte ranges of `text` (non-overlapping) with new texts.
 fn apply_edits(text: &str, mut edits: Vec<(Range<usize>, String)>) -> String {
-    edits.sort_by(|a, b| b.0.start.cmp(&a.0.start));
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0.start));
     let mut out = text.to_string();
     for (r, s) in edits {
         out.replace_range(r, &s);
