@@ -14,7 +14,10 @@
 //!   (over-privileged parameters), [`taint`] (taint and egress), [`redirect`]
 //!   (preference manipulation, tool transfer), [`store`] (pins, review queue,
 //!   allowlist in SQLite).
+//! - [`analyze`] — every analyzer over a snapshot of listings, offline (`audit`,
+//!   `scan --structural`); [`probe`] lists one server for `audit`.
 
+pub mod analyze;
 pub mod audit;
 pub mod config;
 pub mod gateway;
@@ -22,6 +25,7 @@ pub mod inspect;
 pub mod names;
 pub mod params;
 pub mod pins;
+pub mod probe;
 pub mod redirect;
 pub mod router;
 pub mod serve;

@@ -1,11 +1,14 @@
 //! The `portcullis` command line.
 
 mod bench;
+mod audit;
+mod audit_report;
 mod corpus;
 mod eval;
 mod proxy;
 mod review;
 mod scan;
+mod wrap;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -57,6 +60,13 @@ enum Command {
     /// End-to-end attacks on the bench's MCP servers, baseline against defended
     /// (ASR, PUA, NRP; docs/bench.md).
     Bench(bench::BenchCmd),
+    /// Audit MCP client configurations: list every server's tools, prompts and
+    /// resources, run every analyzer, report (table, --json, --sarif).
+    Audit(audit::AuditArgs),
+    /// Rewrite an MCP client configuration so each server runs behind `portcullis proxy`.
+    Wrap(wrap::WrapArgs),
+    /// Restore a configuration `wrap` changed.
+    Unwrap(wrap::UnwrapArgs),
     /// Print the effective configuration (TOML) and its hash.
     Config {
         #[command(flatten)]
@@ -154,6 +164,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Proxy(a) => proxy::run(a),
         Command::Review(a) => review::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Audit(a) => audit::run(a),
+        Command::Wrap(a) => wrap::run_wrap(a),
+        Command::Unwrap(a) => wrap::run_unwrap(a),
         Command::Rules { detector } => {
             let d = detector.load()?;
             for c in d.rules().categories() {

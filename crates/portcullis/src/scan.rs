@@ -52,6 +52,12 @@ pub struct ScanArgs {
     /// Exit 0 whatever the decisions (errors still exit non-zero).
     #[arg(long)]
     pub exit_zero: bool,
+    /// Also run the structural analyzers over every tool object given (names
+    /// across their servers, over-privileged parameters, preference manipulation)
+    /// and print a structural record for each tool they have findings on, after
+    /// the detector's records.
+    #[arg(long)]
+    pub structural: bool,
     #[command(flatten)]
     pub detector: DetectorArgs,
 }
@@ -76,9 +82,17 @@ struct Sink {
     out: Box<dyn Write>,
     format: Format,
     worst: Option<Status>,
+    /// Every tool object inspected, with its server (for `--structural`).
+    tools: Vec<(Option<String>, Value)>,
 }
 
 impl Sink {
+    fn keep_tool(&mut self, input: &Input) {
+        if let Input::Tool { tool, server } = input {
+            self.tools.push((server.clone(), tool.clone()));
+        }
+    }
+
     fn emit(&mut self, record: &DecisionRecord) -> Result<()> {
         self.worst = self.worst.max(Some(record.status));
         match self.format {
@@ -125,15 +139,23 @@ pub fn run(args: ScanArgs) -> Result<ExitCode> {
         out,
         format: args.format,
         worst: None,
+        tools: Vec::new(),
     };
     let mut bad_lines = 0usize;
+    let mut position = 0u64;
     if let Some(path) = &args.input {
-        bad_lines = scan_batch(&detector, path, &args, &mut sink)?;
+        (bad_lines, position) = scan_batch(&detector, path, &args, &mut sink)?;
     } else {
         let text = single_text(&args)?;
-        let input = single_input(&args, text)?;
-        let record = inspect(&detector, input, new_id(), 0)?;
-        sink.emit(&record)?;
+        for input in single_inputs(&args, text)? {
+            sink.keep_tool(&input);
+            let record = inspect(&detector, input, new_id(), position)?;
+            sink.emit(&record)?;
+            position += 1;
+        }
+    }
+    if args.structural {
+        structural(&detector, &mut sink, position)?;
     }
     sink.out.flush().context("writing records")?;
     if bad_lines > 0 {
@@ -178,21 +200,73 @@ fn read_stdin() -> Result<String> {
     Ok(s)
 }
 
-fn single_input(args: &ScanArgs, text: String) -> Result<Input> {
+/// One input, or for `tool_definition` one per tool: a tool object, a list of
+/// them, or a `tools/list` result (`{"tools": [...]}`).
+fn single_inputs(args: &ScanArgs, text: String) -> Result<Vec<Input>> {
     let channel = args.channel.unwrap_or(Channel::UserPrompt);
     if channel == Channel::ToolDefinition {
-        let tool: Value =
-            serde_json::from_str(&text).context("a tool_definition input must be a JSON object")?;
-        return Ok(Input::Tool {
-            tool,
-            server: args.server.clone(),
-        });
+        let value: Value = serde_json::from_str(&text)
+            .context("a tool_definition input must be a JSON object or a list of them")?;
+        let tools = match value {
+            Value::Array(list) => list,
+            Value::Object(mut m)
+                if !m.contains_key("name") && m.get("tools").is_some_and(Value::is_array) =>
+            {
+                match m.remove("tools") {
+                    Some(Value::Array(list)) => list,
+                    _ => Vec::new(),
+                }
+            }
+            other => vec![other],
+        };
+        return Ok(tools
+            .into_iter()
+            .map(|tool| Input::Tool {
+                tool,
+                server: args.server.clone(),
+            })
+            .collect());
     }
-    Ok(Input::Text(
+    Ok(vec![Input::Text(
         Item::new(channel, text)
             .with_server(args.server.clone())
             .with_tool(args.tool_name.clone()),
-    ))
+    )])
+}
+
+/// `--structural`: the offline analysis (`portcullis_mcp::analyze`, the one
+/// `audit` runs) over every tool object given, grouped by server in the order
+/// first seen; one record per tool with structural findings.
+fn structural(detector: &Detector, sink: &mut Sink, mut position: u64) -> Result<()> {
+    use portcullis_mcp::analyze::{analyze, AnalyzeOptions, ServerSnapshot, Snapshot};
+    let mut snapshot = Snapshot::default();
+    for (server, tool) in std::mem::take(&mut sink.tools) {
+        let name = server.unwrap_or_default();
+        match snapshot.servers.iter_mut().find(|s| s.name == name) {
+            Some(s) => s.tools.push(tool),
+            None => snapshot.servers.push(ServerSnapshot {
+                name,
+                tools: vec![tool],
+                ..Default::default()
+            }),
+        }
+    }
+    let opts = AnalyzeOptions {
+        detector: false,
+        ..Default::default()
+    };
+    let analysis = analyze(detector, &snapshot, &opts, None).context("structural analysis")?;
+    for entry in analysis.entries {
+        if let Some(mut record) = entry.structural {
+            if record.server.as_deref() == Some("") {
+                record.server = None;
+            }
+            record.position = position;
+            position += 1;
+            sink.emit(&record)?;
+        }
+    }
+    Ok(())
 }
 
 fn inspect(detector: &Detector, input: Input, id: String, position: u64) -> Result<DecisionRecord> {
@@ -265,13 +339,13 @@ fn parse_line(line: &str, args: &ScanArgs) -> Result<(String, Input)> {
 }
 
 /// Inspect each line; a bad line is reported by number and skipped, never dropped
-/// silently. Returns the number of bad lines.
+/// silently. Returns the number of bad lines and of records written.
 fn scan_batch(
     detector: &Detector,
     path: &PathBuf,
     args: &ScanArgs,
     sink: &mut Sink,
-) -> Result<usize> {
+) -> Result<(usize, u64)> {
     let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
         Box::new(BufReader::new(std::io::stdin()))
     } else {
@@ -294,8 +368,10 @@ fn scan_batch(
         if line.trim().is_empty() {
             continue;
         }
-        let parsed =
-            parse_line(&line, args).and_then(|(id, input)| inspect(detector, input, id, position));
+        let parsed = parse_line(&line, args).and_then(|(id, input)| {
+            sink.keep_tool(&input);
+            inspect(detector, input, id, position)
+        });
         match parsed {
             Ok(record) => {
                 sink.emit(&record)?;
@@ -307,5 +383,5 @@ fn scan_batch(
             }
         }
     }
-    Ok(bad)
+    Ok((bad, position))
 }
