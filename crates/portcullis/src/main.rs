@@ -1,8 +1,8 @@
 //! The `portcullis` command line.
 
-mod bench;
 mod audit;
 mod audit_report;
+mod bench;
 mod corpus;
 mod eval;
 mod proxy;
