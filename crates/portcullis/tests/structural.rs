@@ -1,172 +1,61 @@
 //! The structural controls (issue 7) with real parts: the `portcullis proxy`
 //! binary, the project's test server behind it, an rmcp client in front, the
-//! `portcullis review` command against the same SQLite state file.
+//! `portcullis review` command against the same SQLite state file and audit log.
 
-use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ErrorData as McpError, Implementation,
-    ServerNotification,
-};
-use rmcp::service::{NotificationContext, RoleClient, RunningService, Service};
-use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::ServiceExt;
+mod support;
+
+use rmcp::model::ErrorData as McpError;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::path::Path;
 use std::time::Duration;
+use support::{records, testserver, text_of, StdioProxy};
 
-#[derive(Clone, Default)]
-struct Client {
-    notifications: Arc<Mutex<Vec<String>>>,
-}
+type Proxy = StdioProxy;
 
-impl Service<RoleClient> for Client {
-    async fn handle_request(
-        &self,
-        _request: rmcp::model::ServerRequest,
-        _ctx: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ClientResult, McpError> {
-        Err(McpError::invalid_request("not supported", None))
-    }
-
-    async fn handle_notification(
-        &self,
-        n: ServerNotification,
-        _ctx: NotificationContext<RoleClient>,
-    ) -> Result<(), McpError> {
-        let v = serde_json::to_value(&n).unwrap();
-        self.notifications
-            .lock()
-            .unwrap()
-            .push(v["method"].as_str().unwrap_or_default().to_string());
-        Ok(())
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("structural-test", "1"),
-        )
-    }
-}
-
-struct Proxy {
-    client: RunningService<RoleClient, Client>,
-    recorder: Client,
-    audit: PathBuf,
-    state: PathBuf,
-}
-
-fn server() -> String {
-    portcullis_testkit::interop::testserver_bin()
-        .expect("the test server is built by `cargo test --workspace`")
-        .display()
-        .to_string()
-}
-
-/// `portcullis proxy ARGS` over stdio, with a client in front.
-async fn start(args: &[String], audit: &Path, state: &Path) -> Proxy {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_portcullis"))
-        .arg("proxy")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn portcullis proxy");
-    let transport =
-        AsyncRwTransport::new_client(child.stdout.take().unwrap(), child.stdin.take().unwrap());
-    tokio::spawn(async move {
-        let _ = child.wait().await;
-    });
-    let recorder = Client::default();
-    let client = recorder
-        .clone()
-        .serve(transport)
-        .await
-        .expect("initialize through the gateway");
-    Proxy {
-        client,
-        recorder,
-        audit: audit.to_path_buf(),
-        state: state.to_path_buf(),
-    }
-}
-
-/// One test server behind the gateway; state beside the audit log.
+/// One test server behind the gateway (`-- SERVER ARGS`); state beside the audit log.
 async fn single(dir: &Path, server_args: &[&str]) -> Proxy {
-    let audit = dir.join("audit.jsonl");
-    let state = dir.join("audit.jsonl.state.sqlite");
-    let mut args = vec![
-        "--audit-log".to_string(),
-        audit.display().to_string(),
-        "--".to_string(),
-        server(),
-    ];
+    let mut args = vec!["--".to_string(), testserver()];
     args.extend(server_args.iter().map(|s| s.to_string()));
-    start(&args, &audit, &state).await
+    StdioProxy::with_audit_in(dir, &args).await
+}
+
+fn quoted(a: &[&str]) -> String {
+    a.iter()
+        .map(|s| format!("{s:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Two test servers (`alpha`, `beta`) behind one gateway configured by `extra`.
 async fn pair(dir: &Path, alpha: &[&str], beta: &[&str], extra: &str) -> Proxy {
     let cfg = dir.join("gateway.toml");
-    let list = |a: &[&str]| {
-        a.iter()
-            .map(|s| format!("{s:?}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     std::fs::write(
         &cfg,
         format!(
             "stdio = true\n{extra}\n[audit]\nlog = \"audit.jsonl\"\n[state]\npath = \"state.sqlite\"\n\
              [[server]]\nname = \"alpha\"\ncommand = {s:?}\nargs = [{a}]\n\
              [[server]]\nname = \"beta\"\ncommand = {s:?}\nargs = [{b}]\n",
-            s = server(),
-            a = list(alpha),
-            b = list(beta),
+            s = testserver(),
+            a = quoted(alpha),
+            b = quoted(beta),
         ),
     )
     .unwrap();
-    start(
+    StdioProxy::start(
         &["--config".into(), cfg.display().to_string()],
         &dir.join("audit.jsonl"),
         &dir.join("state.sqlite"),
+        None,
     )
     .await
 }
 
 async fn call(p: &Proxy, tool: &str, args: Value) -> Result<Value, McpError> {
-    let mut params = CallToolRequestParams::new(tool.to_string());
-    params.arguments = args.as_object().cloned();
-    p.client
-        .peer()
-        .call_tool(params)
-        .await
-        .map(|r| serde_json::to_value(r).unwrap())
-        .map_err(|e| match e {
-            rmcp::service::ServiceError::McpError(e) => e,
-            other => McpError::internal_error(other.to_string(), None),
-        })
-}
-
-fn text_of(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
+    p.call(tool, args).await
 }
 
 async fn tools(p: &Proxy) -> Vec<Value> {
-    p.client
-        .peer()
-        .list_all_tools()
-        .await
-        .unwrap()
-        .iter()
-        .map(|t| serde_json::to_value(t).unwrap())
-        .collect()
+    p.tools().await
 }
 
 async fn tool(p: &Proxy, name: &str) -> Option<Value> {
@@ -175,21 +64,7 @@ async fn tool(p: &Proxy, name: &str) -> Option<Value> {
 
 /// Wait until the client has been told `n` times that the tool list changed.
 async fn list_changed(p: &Proxy, n: usize) {
-    for _ in 0..200 {
-        let seen = p
-            .recorder
-            .notifications
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|m| *m == "notifications/tools/list_changed")
-            .count();
-        if seen >= n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("list_changed #{n} not relayed");
+    p.notified("notifications/tools/list_changed", n).await
 }
 
 /// `portcullis review --state STATE ARGS`; its stdout, and it must succeed.
@@ -219,14 +94,6 @@ fn review_id(err: &McpError) -> i64 {
         .as_ref()
         .and_then(|d| d["review_id"].as_i64())
         .unwrap_or_else(|| panic!("no review item named: {err:?}"))
-}
-
-fn records(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("every log line is JSON"))
-        .collect()
 }
 
 /// Every record validates against the decision-record schema; the structural
@@ -615,3 +482,4 @@ async fn a_canary_from_one_server_is_blocked_on_its_way_to_another() {
         );
     }
 }
+
