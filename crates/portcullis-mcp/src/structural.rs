@@ -900,14 +900,6 @@ impl Structural {
         })
     }
 
-    /// Whether a held definition's review item has been approved since.
-    pub fn approved(&self, queue_id: i64) -> Result<bool, StoreError> {
-        Ok(self
-            .store
-            .item(queue_id)?
-            .is_some_and(|i| i.status == store::APPROVED))
-    }
-
     /// File an item (or find the pending one) and return the verdict naming it.
     pub fn file(&self, item: NewItem) -> Result<(QueueItem, Verdict), StoreError> {
         let (item, _) = self.store.enqueue(item)?;

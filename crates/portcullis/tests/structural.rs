@@ -4,7 +4,7 @@
 
 mod support;
 
-use rmcp::model::ErrorData as McpError;
+use rmcp::model::{ErrorData as McpError, ReadResourceRequestParams};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
@@ -17,6 +17,42 @@ async fn single(dir: &Path, server_args: &[&str]) -> Proxy {
     let mut args = vec!["--".to_string(), testserver()];
     args.extend(server_args.iter().map(|s| s.to_string()));
     StdioProxy::with_audit_in(dir, &args).await
+}
+
+/// One test server (`kit`, not namespaced) behind a gateway configured by
+/// `extra` (TOML keys and tables); `detector`, if given, is the detector
+/// configuration. State beside the audit log.
+async fn configured(
+    dir: &Path,
+    server_args: &[&str],
+    extra: &str,
+    detector: Option<&str>,
+) -> Proxy {
+    let cfg = dir.join("gateway.toml");
+    let det = match detector {
+        Some(text) => {
+            std::fs::write(dir.join("detector.toml"), text).unwrap();
+            "detector = \"detector.toml\"\n"
+        }
+        None => "",
+    };
+    std::fs::write(
+        &cfg,
+        format!(
+            "stdio = true\n{det}{extra}\n[audit]\nlog = \"audit.jsonl\"\n\
+             [[server]]\nname = \"kit\"\ncommand = {s:?}\nargs = [{a}]\n",
+            s = testserver(),
+            a = quoted(server_args),
+        ),
+    )
+    .unwrap();
+    StdioProxy::start(
+        &["--config".into(), cfg.display().to_string()],
+        &dir.join("audit.jsonl"),
+        &dir.join("audit.jsonl.state.sqlite"),
+        None,
+    )
+    .await
 }
 
 fn quoted(a: &[&str]) -> String {
@@ -481,5 +517,53 @@ async fn a_canary_from_one_server_is_blocked_on_its_way_to_another() {
             "the record holds the value"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_a_held_resource_template_matches_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = configured(
+        dir.path(),
+        &["--profile", "benign"],
+        "[pins]\nfirst_sight = \"hold\"",
+        None,
+    )
+    .await;
+    let read = |uri: &str| {
+        let peer = p.client.peer().clone();
+        let uri = uri.to_string();
+        async move {
+            peer.read_resource(ReadResourceRequestParams::new(uri))
+                .await
+        }
+    };
+    // note://groceries is not a listed resource: only the (held) template
+    // `note://{name}` matches it. Read before any list: the gateway lists first.
+    let err = match read("note://groceries").await {
+        Err(rmcp::service::ServiceError::McpError(e)) => e,
+        other => panic!("read under a held template: {other:?}"),
+    };
+    assert_eq!(err.code.0, -32050, "{err:?}");
+    let id = review_id(&err);
+    let record = err.data.as_ref().unwrap()["record_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(err.message.contains(&record), "{err:?}");
+    let item = review_json(&p.state, id);
+    assert_eq!(item["name"], "note://{name}");
+    assert_eq!(item["detail"]["pin_kind"], "resource_template");
+    let templates = p.client.peer().list_all_resource_templates().await.unwrap();
+    assert!(templates.is_empty(), "a held template was listed");
+    // A listed resource is read by its own entry, not through the template.
+    let ok = read("note://readme").await.unwrap();
+    assert!(serde_json::to_string(&ok).unwrap().contains("readme note"));
+    // Approved (from another process): the read goes through at once.
+    review(&p.state, &["approve", &id.to_string()]);
+    let ok = read("note://groceries").await.unwrap();
+    assert!(
+        serde_json::to_string(&ok).unwrap().contains("Milk"),
+        "{ok:?}"
+    );
 }
 
