@@ -8,13 +8,18 @@
 //!
 //! Secrets are redacted before anything is written: every excerpt and reason is
 //! passed through the egress guard's secret and PII detectors and masked.
+//!
+//! The gateway is not the only writer: `portcullis review` appends the decision
+//! records of human approvals and denials to the same log. Each group is appended
+//! inside an immediate (write-locking) transaction of the index, so writers in
+//! different processes take turns and the offsets the index records are exact.
 
 use portcullis_core::{DecisionRecord, EgressConfig};
 use portcullis_detect::guard::EgressGuard;
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -97,9 +102,8 @@ impl std::fmt::Debug for AuditLog {
 }
 
 struct Writer {
-    log: BufWriter<File>,
+    log: File,
     log_path: PathBuf,
-    offset: u64,
     db: Connection,
     db_path: PathBuf,
     fsync: bool,
@@ -118,19 +122,17 @@ impl AuditLog {
         if let Some(dir) = log_path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
-        let mut file = OpenOptions::new()
+        let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log_path)
             .map_err(io)?;
-        let offset = file.seek(SeekFrom::End(0)).map_err(io)?;
         let db_path = config.index_path();
         let db = open_index(&db_path)?;
         let guard = EgressGuard::new(egress).map_err(|e| AuditError::Guard(e.to_string()))?;
         let mut writer = Writer {
-            log: BufWriter::new(file),
+            log: file,
             log_path,
-            offset,
             db,
             db_path,
             fsync: config.fsync,
@@ -188,6 +190,9 @@ fn open_index(path: &Path) -> Result<Connection, AuditError> {
         source,
     };
     let db = Connection::open(path).map_err(sq)?;
+    // Another process (`portcullis review`) may hold the write lock for one group.
+    db.busy_timeout(std::time::Duration::from_secs(30))
+        .map_err(sq)?;
     db.execute_batch(
         "PRAGMA journal_mode=WAL;
          PRAGMA synchronous=NORMAL;
@@ -236,6 +241,12 @@ impl Writer {
             path: path.to_path_buf(),
             source,
         };
+        let sq = |path: &Path, source| AuditError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        };
+        // Lines and their offsets relative to the start of this group.
+        let mut buf = Vec::new();
         let mut rows = Vec::new();
         for b in group {
             for r in &b.records {
@@ -243,27 +254,30 @@ impl Writer {
                 let mut line = serde_json::to_vec(&redacted)
                     .map_err(|e| AuditError::Stopped(format!("serialize record: {e}")))?;
                 line.push(b'\n');
-                self.log
-                    .write_all(&line)
-                    .map_err(|e| io(&self.log_path, e))?;
-                rows.push((redacted, self.offset, line.len() as u64));
-                self.offset += line.len() as u64;
+                rows.push((redacted, buf.len() as u64, line.len() as u64));
+                buf.extend_from_slice(&line);
             }
         }
-        self.log.flush().map_err(|e| io(&self.log_path, e))?;
+        // The index's write lock is the log's lock too: while this transaction is
+        // open no other writer (another process appending decisions) can append,
+        // so the log's length now is where these lines land.
+        let tx = self
+            .db
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| sq(&self.db_path, e))?;
+        let base = self
+            .log
+            .metadata()
+            .map_err(|e| io(&self.log_path, e))?
+            .len();
+        self.log
+            .write_all(&buf)
+            .map_err(|e| io(&self.log_path, e))?;
         if self.fsync {
-            self.log
-                .get_ref()
-                .sync_data()
-                .map_err(|e| io(&self.log_path, e))?;
+            self.log.sync_data().map_err(|e| io(&self.log_path, e))?;
         }
         // The index is derived from the log (it can be rebuilt from it), so it is
-        // written after the log is durable.
-        let sq = |source| AuditError::Sqlite {
-            path: self.db_path.clone(),
-            source,
-        };
-        let tx = self.db.transaction().map_err(sq)?;
+        // committed after the log is durable.
         {
             let mut stmt = tx
                 .prepare_cached(
@@ -271,7 +285,7 @@ impl Writer {
                      (id, time, channel, server, tool, status, action, score, log_offset, log_len)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 )
-                .map_err(sq)?;
+                .map_err(|e| sq(&self.db_path, e))?;
             for (r, off, len) in &rows {
                 stmt.execute(params![
                     r.id,
@@ -285,13 +299,13 @@ impl Writer {
                         .and_then(|v| v.as_str().map(str::to_string))
                         .unwrap_or_default(),
                     r.score,
-                    *off as i64,
+                    (base + off) as i64,
                     *len as i64,
                 ])
-                .map_err(sq)?;
+                .map_err(|e| sq(&self.db_path, e))?;
             }
         }
-        tx.commit().map_err(sq)?;
+        tx.commit().map_err(|e| sq(&self.db_path, e))?;
         Ok(())
     }
 }

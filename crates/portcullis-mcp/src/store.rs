@@ -6,7 +6,7 @@
 //! a `portcullis review approve` from another process is seen by a running gateway
 //! on its next check, and everything survives a restart.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -26,6 +26,8 @@ pub enum StoreError {
     NoItem(i64),
     #[error("review item {id} is already {status}")]
     Decided { id: i64, status: String },
+    #[error("the decision record of review item {id} could not be written, so nothing was decided: {message}")]
+    Record { id: i64, message: String },
 }
 
 /// A pinned definition.
@@ -135,6 +137,7 @@ CREATE TABLE IF NOT EXISTS allow (
     kind TEXT NOT NULL, server TEXT NOT NULL, name TEXT NOT NULL, key TEXT NOT NULL,
     note TEXT, created TEXT NOT NULL, queue_id INTEGER,
     PRIMARY KEY (kind, server, name, key));
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 ";
 
 const ITEM_COLUMNS: &str = "id, created, kind, server, name, fingerprint, status, record_id, \
@@ -345,20 +348,32 @@ impl Store {
 
     /// Approve or deny a pending item. Approving a definition re-pins it to the
     /// held version; `remember` writes the item's allowlist keys.
-    pub fn decide(
+    ///
+    /// `record` writes the decision record of the human decision (to the audit
+    /// log) and returns it; it runs while this store's write lock is held and the
+    /// item is known to be pending, and the decision is committed only if it
+    /// succeeds: no decision without its record, and no record of a decision
+    /// another reviewer made first. The record is kept with the item too.
+    pub fn decide<F>(
         &self,
         id: i64,
         approve: bool,
         note: Option<&str>,
         remember: bool,
-    ) -> Result<QueueItem, StoreError> {
+        record: F,
+    ) -> Result<QueueItem, StoreError>
+    where
+        F: FnOnce(&QueueItem) -> Result<Value, String>,
+    {
         let path = self.path.clone();
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let sq = |source| StoreError::Sqlite {
             path: path.clone(),
             source,
         };
-        let tx = conn.transaction().map_err(sq)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sq)?;
         let item = tx
             .query_row(
                 &format!("SELECT {ITEM_COLUMNS} FROM queue WHERE id = ?1"),
@@ -376,11 +391,6 @@ impl Store {
         }
         let now = portcullis_core::now_rfc3339();
         let status = if approve { APPROVED } else { DENIED };
-        tx.execute(
-            "UPDATE queue SET status = ?1, note = ?2, decided_at = ?3, remember = ?4 WHERE id = ?5",
-            params![status, note, now, remember as i64, id],
-        )
-        .map_err(sq)?;
         if approve && item.kind == kind::DEFINITION {
             let d = &item.detail;
             let (Some(pin_kind), Some(hash), Some(def)) = (
@@ -414,6 +424,13 @@ impl Store {
                 .map_err(sq)?;
             }
         }
+        let decision = record(&item).map_err(|message| StoreError::Record { id, message })?;
+        tx.execute(
+            "UPDATE queue SET status = ?1, note = ?2, decided_at = ?3, remember = ?4, decision = ?5
+             WHERE id = ?6",
+            params![status, note, now, remember as i64, decision.to_string(), id],
+        )
+        .map_err(sq)?;
         let out = tx
             .query_row(
                 &format!("SELECT {ITEM_COLUMNS} FROM queue WHERE id = ?1"),
@@ -425,14 +442,25 @@ impl Store {
         Ok(out)
     }
 
-    /// Keep the decision record of a human decision with its item.
-    pub fn set_decision_record(&self, id: i64, record: &Value) -> Result<(), StoreError> {
+    /// Remember a setting of the gateway that other processes need (the audit
+    /// log `portcullis review` appends its decision records to).
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
         self.with(|c| {
             c.execute(
-                "UPDATE queue SET decision = ?1 WHERE id = ?2",
-                params![record.to_string(), id],
+                "INSERT INTO meta (key, value) VALUES (?1, ?2)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                params![key, value],
             )
             .map(|_| ())
+        })
+    }
+
+    pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.with(|c| {
+            c.query_row("SELECT value FROM meta WHERE key = ?1", params![key], |r| {
+                r.get(0)
+            })
+            .optional()
         })
     }
 
@@ -557,21 +585,56 @@ mod tests {
         assert_eq!(s.pin("a", "tool", "t").unwrap().unwrap().hash, "h1");
         let pending = s.list(false).unwrap();
         assert_eq!(pending.len(), 1);
-        let done = s.decide(pending[0].id, true, Some("ok"), true).unwrap();
+        let done = s
+            .decide(pending[0].id, true, Some("ok"), true, |_| {
+                Ok(json!({"id": "r1"}))
+            })
+            .unwrap();
         assert_eq!(done.status, APPROVED);
         assert_eq!(done.note.as_deref(), Some("ok"));
+        assert_eq!(done.decision["id"], "r1");
         assert_eq!(s.pin("a", "tool", "t").unwrap().unwrap().hash, "h2");
         assert!(s
             .remembered("allow", kind::DEFINITION, "a", "t", "anything")
             .unwrap());
         assert!(matches!(
-            s.decide(pending[0].id, false, None, false),
+            s.decide(pending[0].id, false, None, false, |_| Ok(Value::Null)),
             Err(StoreError::Decided { .. })
         ));
         assert!(matches!(
-            s.decide(999, true, None, false),
+            s.decide(999, true, None, false, |_| Ok(Value::Null)),
             Err(StoreError::NoItem(999))
         ));
+    }
+
+    #[test]
+    fn no_decision_without_its_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("s.sqlite")).unwrap();
+        let (i, _) = s
+            .enqueue(NewItem {
+                kind: kind::CALL.into(),
+                server: "a".into(),
+                name: "t".into(),
+                fingerprint: "args".into(),
+                allow_keys: vec!["k".into()],
+                ..NewItem::default()
+            })
+            .unwrap();
+        let failed = s.decide(i.id, true, None, true, |_| Err("disk full".into()));
+        assert!(
+            matches!(failed, Err(StoreError::Record { .. })),
+            "{failed:?}"
+        );
+        let still = s.item(i.id).unwrap().unwrap();
+        assert_eq!(still.status, PENDING);
+        assert!(!s.remembered("allow", kind::CALL, "a", "t", "k").unwrap());
+        s.set_meta("audit_log", "/x/audit.jsonl").unwrap();
+        assert_eq!(
+            s.meta("audit_log").unwrap().as_deref(),
+            Some("/x/audit.jsonl")
+        );
+        assert_eq!(s.meta("nope").unwrap(), None);
     }
 
     #[test]
@@ -588,7 +651,8 @@ mod tests {
             })
             .unwrap();
         assert!(s.take_call_approval("a", "t", "args").unwrap().is_none());
-        s.decide(i.id, true, None, false).unwrap();
+        s.decide(i.id, true, None, false, |_| Ok(Value::Null))
+            .unwrap();
         assert!(s.take_call_approval("a", "t", "args").unwrap().is_some());
         assert!(s.take_call_approval("a", "t", "args").unwrap().is_none());
     }

@@ -4,11 +4,14 @@
 //! [`crate::taint`] and [`crate::redirect`]; the state is in [`crate::store`].
 
 use crate::config::{FirstSight, FlowAction, GatewayConfig, NameAction, ParamAction, ToolClass};
-use crate::inspect::{InspectError, Inspector};
+use crate::inspect::{gateway_record, InputDigest, InspectError, Inspector, RecordHeader};
 use crate::pins;
 use crate::store::{self, NewItem, QueueItem, Store, StoreError};
 use crate::taint::{Label, TaintStore};
-use portcullis_core::{Action, Channel, DecisionRecord, Finding, Severity, Span, Status};
+use portcullis_core::{
+    Action, Channel, DecisionRecord, Finding, Severity, Span, StageOutput, Status,
+};
+use portcullis_detect::RecordMeta;
 use serde_json::{json, Value};
 use std::sync::Mutex;
 
@@ -62,6 +65,109 @@ pub mod pin_kind {
     pub const PROMPT: &str = "prompt";
     pub const RESOURCE_TEMPLATE: &str = "resource_template";
     pub const INSTRUCTIONS: &str = "instructions";
+}
+
+/// Keys of the state store's `meta` table.
+pub mod meta {
+    /// The audit log of the gateway that uses the store.
+    pub const AUDIT_LOG: &str = "audit_log";
+    /// Its SQLite index.
+    pub const AUDIT_INDEX: &str = "audit_index";
+}
+
+/// The stage name of a human decision's record.
+pub const STAGE_REVIEW: &str = "review";
+
+/// The decision record of a human decision at review: about the same subject as
+/// the record that held the item (channel, server, tool, input digest, the
+/// configuration it was decided under), with the human's status and action, and
+/// reasons that name the review item, the held record, whether the decision was
+/// remembered, and the note. Built by the shared [`gateway_record`] constructor.
+pub fn review_record(
+    item: &QueueItem,
+    approve: bool,
+    note: Option<&str>,
+    remember: bool,
+) -> DecisionRecord {
+    let held: Option<DecisionRecord> = serde_json::from_value(item.record.clone()).ok();
+    let (channel, config_hash, thresholds, input, tool) = match &held {
+        Some(r) => (
+            r.channel,
+            r.config_hash.clone(),
+            r.thresholds,
+            InputDigest {
+                sha256: r.input_sha256.clone(),
+                len: r.input_len,
+            },
+            r.tool.clone(),
+        ),
+        None => {
+            // An item filed without a record (not by a gateway): the defaults.
+            let c = portcullis_core::Config::default();
+            let channel = match item.kind.as_str() {
+                store::kind::CALL => Channel::ToolArguments,
+                store::kind::RESULT => Channel::ToolResult,
+                _ => Channel::ToolDefinition,
+            };
+            (
+                channel,
+                c.hash_with(""),
+                c.thresholds,
+                InputDigest::of(&item.fingerprint),
+                Some(item.name.clone()),
+            )
+        }
+    };
+    let (status, action, label, score) = if approve {
+        (Status::Allow, Action::Pass, "approved", 0.0)
+    } else {
+        (Status::Block, Action::Deny, "denied", 1.0)
+    };
+    let mut reasons = vec![format!(
+        "review: {label} by a human: review item {} ({} {}/{}), held by record {}",
+        item.id, item.kind, item.server, item.name, item.record_id
+    )];
+    reasons.push(if remember {
+        format!(
+            "review: remembered: allowlist entries written for {}",
+            if item.allow_keys.is_empty() {
+                "nothing (the item has no allowlist keys)".to_string()
+            } else {
+                item.allow_keys.join(", ")
+            }
+        )
+    } else {
+        "review: not remembered (this item only)".to_string()
+    });
+    if let Some(n) = note {
+        reasons.push(format!("review: note: {n}"));
+    }
+    let stage = StageOutput {
+        name: STAGE_REVIEW.into(),
+        score,
+        label: label.into(),
+        findings: Vec::new(),
+        latency_us: 0,
+        evidence: None,
+    };
+    gateway_record(
+        RecordHeader {
+            meta: RecordMeta {
+                id: uuid::Uuid::new_v4().to_string(),
+                position: 0,
+            },
+            config_hash,
+            thresholds,
+        },
+        channel,
+        Some(&item.server),
+        tool.as_deref(),
+        input,
+        vec![stage],
+        score,
+        (status, action),
+        reasons,
+    )
 }
 
 /// Cut a JSON value to a short excerpt for a finding.
@@ -144,6 +250,7 @@ impl Structural {
     /// Open the state store; `canaries` (the detector's) and the configured
     /// secret environment variables are labelled sensitive from the start.
     pub fn open(config: &GatewayConfig, canaries: &[String]) -> Result<Structural, StoreError> {
+        let store = Store::open(&config.state_path())?;
         let mut taint = TaintStore::new(config.taint.max_values, config.taint.min_len);
         let label = |what: &str| Label {
             server: "config".into(),
@@ -160,8 +267,18 @@ impl Structural {
                 taint.add(&v, label(var));
             }
         }
+        // `portcullis review` appends its decision records to this gateway's
+        // audit log: the store says where it is.
+        let absolute = |p: &std::path::Path| {
+            std::path::absolute(p)
+                .unwrap_or_else(|_| p.to_path_buf())
+                .display()
+                .to_string()
+        };
+        store.set_meta(meta::AUDIT_LOG, &absolute(&config.audit.log))?;
+        store.set_meta(meta::AUDIT_INDEX, &absolute(&config.audit.index_path()))?;
         Ok(Structural {
-            store: Store::open(&config.state_path())?,
+            store,
             config: config.clone(),
             taint: Mutex::new(taint),
         })

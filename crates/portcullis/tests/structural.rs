@@ -4,6 +4,7 @@
 
 mod support;
 
+use portcullis_mcp::audit::{find_record, AuditConfig};
 use rmcp::model::{ErrorData as McpError, ReadResourceRequestParams};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -516,6 +517,92 @@ async fn a_canary_from_one_server_is_blocked_on_its_way_to_another() {
             !r.to_string().contains(canary),
             "the record holds the value"
         );
+    }
+}
+
+/// The review decisions of a held item, from the audit log.
+fn review_records(log: &Path) -> Vec<Value> {
+    records(log)
+        .into_iter()
+        .filter(|r| r["stages"][0]["name"] == "review")
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_and_denials_are_decision_records_in_the_gateways_audit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = single(dir.path(), &["--profile", "benign", "--quietpull"]).await;
+    assert!(tool(&p, "unit_convert").await.is_some());
+    call(&p, "unit_convert", CONVERT()).await.unwrap();
+    list_changed(&p, 1).await;
+    let err = call(&p, "unit_convert", CONVERT()).await.expect_err("held");
+    let first = review_id(&err);
+    let held_record = review_json(&p.state, first)["record_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // `review` is given the state store only; the store names the gateway's
+    // audit log, and the running gateway keeps writing to it.
+    let out = review(
+        &p.state,
+        &["approve", &first.to_string(), "--note", "wording checked"],
+    );
+    assert!(out.contains(p.audit.to_str().unwrap()), "{out}");
+    call(&p, "unit_convert", CONVERT())
+        .await
+        .expect("approved: the call goes through");
+    list_changed(&p, 2).await;
+    let err = call(&p, "unit_convert", CONVERT()).await.expect_err("held");
+    let second = review_id(&err);
+    review(
+        &p.state,
+        &["deny", &second.to_string(), "--note", "no thanks"],
+    );
+    let err = call(&p, "unit_convert", CONVERT())
+        .await
+        .expect_err("denied: still refused");
+    assert_eq!(review_id(&err), second);
+    assert!(err.message.contains("denied at review"), "{err:?}");
+
+    let decided = review_records(&p.audit);
+    assert_eq!(decided.len(), 2, "{decided:?}");
+    let (approve, deny) = (&decided[0], &decided[1]);
+    assert_eq!(approve["status"], "ALLOW");
+    assert_eq!(approve["action"], "pass");
+    assert_eq!(approve["tool"], "unit_convert");
+    assert_eq!(approve["channel"], "tool_definition");
+    let reasons = approve["reasons"].to_string();
+    assert!(
+        reasons.contains(&format!("review item {first} "))
+            && reasons.contains(&format!("held by record {held_record}"))
+            && reasons.contains("not remembered")
+            && reasons.contains("note: wording checked"),
+        "{reasons}"
+    );
+    // The human decision is about the same input as the record that held it.
+    let held = find_record(&AuditConfig::at(&p.audit), &held_record)
+        .unwrap()
+        .expect("the held record is indexed");
+    assert_eq!(approve["input_sha256"], held.input_sha256);
+    assert_eq!(deny["status"], "BLOCK");
+    assert_eq!(deny["action"], "deny");
+    assert!(deny["reasons"]
+        .to_string()
+        .contains(&format!("review item {second} ")));
+    // The same record is kept with the item.
+    assert_eq!(
+        review_json(&p.state, first)["decision"]["id"],
+        approve["id"]
+    );
+    assert_eq!(review_json(&p.state, second)["decision"]["id"], deny["id"]);
+    // Two processes appended to one log: every record validates, and the index
+    // finds each one at its exact offset.
+    structural_records(&p.audit);
+    let cfg = AuditConfig::at(&p.audit);
+    for r in records(&p.audit) {
+        let id = r["id"].as_str().unwrap();
+        let found = find_record(&cfg, id).unwrap().expect("indexed");
+        assert_eq!(found.id, id);
     }
 }
 
