@@ -240,8 +240,9 @@ async fn a_quiet_rug_pull_is_caught_at_each_step_and_released_by_approval() {
     assert!(tool(&p, "unit_convert").await.is_some());
 
     // Step 3: the result changes: it sends the model to another tool. It is
-    // withheld (here by the detector's tool-redirection rules before the
-    // structural TT check runs; `redirect.rs` unit tests cover that check).
+    // withheld (here by the detector before the structural TT check runs;
+    // `a_tool_transfer_result_the_detector_lets_through_is_held_until_approved`
+    // covers that check).
     let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
     assert_eq!(r["isError"], true, "{r}");
     let text = text_of(&r);
@@ -528,6 +529,14 @@ fn review_records(log: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The pending review items (`review list --json`).
+fn pending(state: &Path) -> Vec<Value> {
+    review(state, &["list", "--json"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approvals_and_denials_are_decision_records_in_the_gateways_audit_log() {
     let dir = tempfile::tempdir().unwrap();
@@ -607,6 +616,41 @@ async fn approvals_and_denials_are_decision_records_in_the_gateways_audit_log() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_sight_hold_holds_every_new_definition_until_approved() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = configured(
+        dir.path(),
+        &["--profile", "benign"],
+        "[pins]\nfirst_sight = \"hold\"",
+        None,
+    )
+    .await;
+    assert!(
+        tools(&p).await.is_empty(),
+        "new tools listed before approval"
+    );
+    let err = call(&p, "echo", json!({"text": "hi"}))
+        .await
+        .expect_err("a new tool is held");
+    assert_eq!(err.code.0, -32050);
+    let id = review_id(&err);
+    let item = review_json(&p.state, id);
+    assert_eq!(item["kind"], "definition");
+    assert_eq!(item["detail"]["change"], "new");
+    assert!(review(&p.state, &["show", &id.to_string()]).contains("first_sight = hold"));
+    review(&p.state, &["approve", &id.to_string()]);
+    let r = call(&p, "echo", json!({"text": "hi"})).await.unwrap();
+    assert_eq!(text_of(&r), "hi");
+    let names: Vec<Value> = tools(&p).await.iter().map(|t| t["name"].clone()).collect();
+    assert_eq!(
+        names,
+        vec![json!("echo")],
+        "only the approved tool is listed"
+    );
+    assert!(call(&p, "add", json!({"a": 1, "b": 2})).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_a_held_resource_template_matches_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let p = configured(
@@ -652,5 +696,261 @@ async fn a_read_only_a_held_resource_template_matches_is_refused() {
         serde_json::to_string(&ok).unwrap().contains("Milk"),
         "{ok:?}"
     );
+}
+
+/// A detector that lets everything through (review and block at 1.0): what
+/// the structural controls hold, they hold on their own.
+const DETECTOR_LETS_THROUGH: &str = "[thresholds]\nreview = 1.0\nblock = 1.0\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_transfer_result_the_detector_lets_through_is_held_until_approved() {
+    let dir = tempfile::tempdir().unwrap();
+    // unit_convert at stage 2: its (pinned) result redirects to another tool.
+    let p = configured(
+        dir.path(),
+        &[
+            "--profile",
+            "benign",
+            "--quietpull",
+            "--quietpull-stage",
+            "2",
+        ],
+        "",
+        Some(DETECTOR_LETS_THROUGH),
+    )
+    .await;
+    assert!(tool(&p, "unit_convert").await.is_some());
+    let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+    let text = text_of(&r);
+    assert!(text.contains("held for review"), "{text}");
+    assert!(!text.contains("Call measure_convert"), "{text}");
+    let items = pending(&p.state);
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0]["kind"], "result");
+    let id = items[0]["id"].as_i64().unwrap();
+    let item = review_json(&p.state, id);
+    assert_eq!(item["findings"][0]["rule"], "tt.redirect");
+    assert!(item["findings"][0]["excerpt"]
+        .as_str()
+        .unwrap()
+        .contains("measure_convert"));
+    assert!(item["findings"][0]["path"]
+        .as_str()
+        .unwrap()
+        .starts_with("$.content"));
+    // The detector let the result through; the record that held it is the
+    // structural one.
+    let recs = structural_records(&p.audit);
+    assert!(recs
+        .iter()
+        .any(|r| r["id"] == item["record_id"] && r["action"] == "hold"));
+    // Held again (same item) until approved; then exactly that result passes.
+    let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
+    assert_eq!(r["isError"], true);
+    assert_eq!(pending(&p.state).len(), 1);
+    review(&p.state, &["approve", &id.to_string()]);
+    let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
+    assert_ne!(r["isError"], true, "{r}");
+    assert!(text_of(&r).contains("measure_convert"), "{r}");
+}
+
+/// The detector's parameter-name rules allowlisted for the MSB tool: only the
+/// structural policy decides about its parameters.
+const DETECTOR_ALLOWS_PARAMETER_NAMES: &str = "[[allow]]\ntool = \"get_pubmed_article_metadata\"\n\
+rules = [\"pn.model_identity\", \"pn.conversation_history\"]\n";
+
+const MSB: &str = "get_pubmed_article_metadata";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_msb_llm_model_name_parameter_is_stripped_refused_or_flagged_per_policy() {
+    let nested =
+        json!({"pmid": "42", "options": {"context": {"conversation_history": "user: hi"}}});
+    let model = |name: &str| json!({"pmid": "42", "llm_model_name": name});
+    let server = ["--profile", "attack", "--poison", "params"];
+
+    // strip (the default): removed from the schema shown; calls filling them held.
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let p = configured(dir.path(), &server, "", None).await;
+        let t = tool(&p, MSB).await.expect("listed, stripped");
+        let props = &t["inputSchema"]["properties"];
+        assert!(props.get("llm_model_name").is_none(), "{t}");
+        assert!(props["options"]["properties"]["context"]["properties"]
+            .get("conversation_history")
+            .is_none());
+        assert_eq!(t["inputSchema"]["required"], json!(["pmid"]));
+        let paths = finding_paths(&structural_records(&p.audit), "op.");
+        for want in [
+            "$.inputSchema.properties.llm_model_name",
+            "$.inputSchema.properties.options.properties.context.properties.conversation_history",
+        ] {
+            assert!(paths.contains(&want.to_string()), "{want}: {paths:?}");
+        }
+        let r = call(&p, MSB, json!({"pmid": "42"})).await.unwrap();
+        assert!(text_of(&r).starts_with("PMID 42"), "{r}");
+        for args in [model("gpt-x"), nested.clone()] {
+            let r = call(&p, MSB, args.clone()).await.unwrap();
+            assert_eq!(r["isError"], true, "{args}: {r}");
+            assert!(text_of(&r).contains("held for review"), "{r}");
+        }
+        let paths: Vec<Value> = pending(&p.state)
+            .iter()
+            .map(|i| {
+                review_json(&p.state, i["id"].as_i64().unwrap())["findings"][0]["path"].clone()
+            })
+            .collect();
+        assert_eq!(
+            paths,
+            vec![
+                json!("$.llm_model_name"),
+                json!("$.options.context.conversation_history")
+            ]
+        );
+    }
+
+    // refuse: the schema is shown unchanged; calls filling them are held.
+    // `review approve --remember` allowlists that parameter for the tool.
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let p = configured(
+            dir.path(),
+            &server,
+            "[params]\naction = \"refuse\"",
+            Some(DETECTOR_ALLOWS_PARAMETER_NAMES),
+        )
+        .await;
+        let t = tool(&p, MSB).await.expect("listed unchanged");
+        assert!(
+            t["inputSchema"]["properties"]
+                .get("llm_model_name")
+                .is_some(),
+            "{t}"
+        );
+        let r = call(&p, MSB, model("gpt-x")).await.unwrap();
+        assert_eq!(r["isError"], true, "{r}");
+        let items = pending(&p.state);
+        assert_eq!(items.len(), 1);
+        let id = items[0]["id"].to_string();
+        review(
+            &p.state,
+            &["approve", &id, "--remember", "--note", "it may know"],
+        );
+        let item = review_json(&p.state, id.parse().unwrap());
+        assert_eq!(item["remember"], true);
+        // Another value in the same parameter: remembered, so it passes.
+        let r = call(&p, MSB, model("another-model")).await.unwrap();
+        assert!(text_of(&r).starts_with("PMID 42"), "{r}");
+        // The nested parameter was not part of that decision: still held.
+        let r = call(&p, MSB, nested.clone()).await.unwrap();
+        assert_eq!(r["isError"], true, "{r}");
+        let decision = &review_records(&p.audit)[0];
+        assert!(decision["reasons"].to_string().contains(
+            "remembered: allowlist entries written for $.inputSchema.properties.llm_model_name"
+        ));
+    }
+
+    // flag: findings only; calls go through.
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let p = configured(
+            dir.path(),
+            &server,
+            "[params]\naction = \"flag\"",
+            Some(DETECTOR_ALLOWS_PARAMETER_NAMES),
+        )
+        .await;
+        let t = tool(&p, MSB).await.expect("listed unchanged");
+        assert!(t["inputSchema"]["properties"]
+            .get("llm_model_name")
+            .is_some());
+        let recs = structural_records(&p.audit);
+        assert!(recs.iter().any(|r| r["tool"] == MSB
+            && r["action"] == "pass"
+            && r["stages"][0]["findings"]
+                .to_string()
+                .contains("op.model_identity")));
+        for args in [model("gpt-x"), nested.clone()] {
+            let r = call(&p, MSB, args).await.unwrap();
+            assert!(text_of(&r).starts_with("PMID 42"), "{r}");
+        }
+        assert!(pending(&p.state).is_empty());
+    }
+}
+
+/// The over-privileged `article_metadata` call that is held.
+fn op_call(model: &str) -> Value {
+    json!({"pmid": "7", "agent_model": model})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_fails_closed_when_no_decision_comes_in_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = configured(
+        dir.path(),
+        &["--profile", "benign", "--overpriv"],
+        "[review]\ncall_timeout_secs = 1",
+        None,
+    )
+    .await;
+    tools(&p).await;
+    let r = call(&p, "article_metadata", op_call("x")).await.unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+    let text = text_of(&r);
+    assert!(
+        text.contains("no decision within review.call_timeout_secs = 1; failed closed"),
+        "{text}"
+    );
+    // Still pending: a later approval lets that call through once.
+    let items = pending(&p.state);
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["kind"], "call");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_waits_for_the_decision_approved_or_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = configured(
+        dir.path(),
+        &["--profile", "benign", "--overpriv"],
+        "[review]\ncall_timeout_secs = 300",
+        None,
+    )
+    .await;
+    tools(&p).await;
+    for (verdict, model) in [("approve", "first"), ("deny", "second")] {
+        let waiting = {
+            let peer = p.client.peer().clone();
+            tokio::spawn(async move {
+                support::call_on(&peer, "article_metadata", op_call(model)).await
+            })
+        };
+        // Decide as soon as the item is filed (the call is waiting meanwhile).
+        let mut id = None;
+        for _ in 0..400 {
+            if let Some(i) = pending(&p.state).first() {
+                id = i["id"].as_i64();
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let id = id.expect("the held call is filed");
+        assert!(
+            !waiting.is_finished(),
+            "the call did not wait for the decision"
+        );
+        review(&p.state, &[verdict, &id.to_string()]);
+        let r = waiting.await.unwrap().unwrap();
+        if verdict == "approve" {
+            assert!(text_of(&r).starts_with("PMID 7"), "{r}");
+        } else {
+            assert_eq!(r["isError"], true, "{r}");
+            assert!(text_of(&r).contains("denied at review"), "{r}");
+        }
+    }
+    let decided = review_records(&p.audit);
+    let statuses: Vec<&Value> = decided.iter().map(|r| &r["status"]).collect();
+    assert_eq!(statuses, vec![&json!("ALLOW"), &json!("BLOCK")]);
+    assert!(decided.iter().all(|r| r["channel"] == "tool_arguments"));
 }
 
