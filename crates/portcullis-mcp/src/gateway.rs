@@ -242,6 +242,19 @@ impl Gateway {
         tool: Option<&str>,
         result: ServerResult,
     ) -> Result<ServerResult, McpError> {
+        self.inspected_with_record(channel, upstream, tool, result)
+            .await
+            .map(|(r, _)| r)
+    }
+
+    /// [`Self::inspected`], and the id of the record that decided.
+    async fn inspected_with_record(
+        &self,
+        channel: Channel,
+        upstream: usize,
+        tool: Option<&str>,
+        result: ServerResult,
+    ) -> Result<(ServerResult, String), McpError> {
         let server = self.upstreams[upstream].name().to_string();
         let mut v = to_value(&result)?;
         let size = v.to_string().len();
@@ -261,12 +274,15 @@ impl Gateway {
             .await
             .map_err(internal)?;
         if out.forward {
-            return retype(&result, v);
+            return retype(&result, v).map(|r| (r, out.record.id));
         }
         if channel == Channel::ToolResult {
             // A held tool result is still a well-formed result: the model reads
             // that it was withheld and why, and nothing of the original.
-            return Ok(ServerResult::CallToolResult(withheld_result(&out)));
+            return Ok((
+                ServerResult::CallToolResult(withheld_result(&out)),
+                out.record.id,
+            ));
         }
         Err(withheld_error(&out))
     }
@@ -791,8 +807,8 @@ impl Gateway {
                     )
                     .await?;
                 let raw = to_value(&result)?;
-                let out = self
-                    .inspected(
+                let (out, result_record) = self
+                    .inspected_with_record(
                         Channel::ToolResult,
                         route.upstream,
                         Some(&route.name),
@@ -819,7 +835,7 @@ impl Gateway {
                                 &raw,
                                 &shown,
                                 &known,
-                                None,
+                                Some(&result_record),
                             )
                             .await
                             .map_err(internal)?;

@@ -42,6 +42,19 @@ pub struct Pin {
     pub pinned_at: String,
 }
 
+/// A taint label as the state store keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredLabel {
+    /// SHA-256 (hex) of the value.
+    pub digest: String,
+    /// The value itself; `None` for a sensitive value (kept by digest only).
+    pub value: Option<String>,
+    pub hint: String,
+    pub label: crate::taint::Label,
+    /// When the value was last seen (Unix seconds).
+    pub seen: u64,
+}
+
 /// What a review item is about.
 pub mod kind {
     /// A definition that is new (first sight under `hold`), changed or renamed.
@@ -138,6 +151,11 @@ CREATE TABLE IF NOT EXISTS allow (
     note TEXT, created TEXT NOT NULL, queue_id INTEGER,
     PRIMARY KEY (kind, server, name, key));
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS taint (
+    digest TEXT PRIMARY KEY, value TEXT, hint TEXT NOT NULL,
+    server TEXT NOT NULL, tool TEXT NOT NULL, record_id TEXT NOT NULL,
+    sensitive INTEGER NOT NULL, source TEXT NOT NULL, seen INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS taint_seen ON taint (seen);
 ";
 
 const ITEM_COLUMNS: &str = "id, created, kind, server, name, fingerprint, status, record_id, \
@@ -518,6 +536,101 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Write taint labels through (a sensitive value by its digest only), then
+    /// apply the bounds: labels last seen before `expire_before` (Unix seconds;
+    /// 0 = none) are deleted, and only the newest `max` are kept. A sensitive
+    /// label is not replaced by a non-sensitive one of the same value.
+    pub fn put_taint(
+        &self,
+        labels: &[(String, crate::taint::Label)],
+        seen: u64,
+        max: usize,
+        expire_before: u64,
+    ) -> Result<(), StoreError> {
+        self.with(|c| {
+            let tx = c.transaction()?;
+            {
+                let mut was_sensitive =
+                    tx.prepare_cached("SELECT sensitive FROM taint WHERE digest = ?1")?;
+                let mut touch =
+                    tx.prepare_cached("UPDATE taint SET seen = ?1 WHERE digest = ?2")?;
+                let mut put = tx.prepare_cached(
+                    "INSERT OR REPLACE INTO taint
+                     (digest, value, hint, server, tool, record_id, sensitive, source, seen)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )?;
+                for (value, l) in labels {
+                    let digest = portcullis_core::sha256_hex(value.as_bytes());
+                    let old: Option<i64> = was_sensitive
+                        .query_row(params![digest], |r| r.get(0))
+                        .optional()?;
+                    if old == Some(1) && !l.sensitive {
+                        touch.execute(params![seen as i64, digest])?;
+                        continue;
+                    }
+                    put.execute(params![
+                        digest,
+                        (!l.sensitive).then_some(value.as_str()),
+                        crate::taint::hint(value),
+                        l.server,
+                        l.tool,
+                        l.record_id,
+                        l.sensitive as i64,
+                        l.source,
+                        seen as i64
+                    ])?;
+                }
+            }
+            if expire_before > 0 {
+                tx.execute(
+                    "DELETE FROM taint WHERE seen < ?1",
+                    params![expire_before as i64],
+                )?;
+            }
+            tx.execute(
+                "DELETE FROM taint WHERE rowid NOT IN
+                 (SELECT rowid FROM taint ORDER BY seen DESC, rowid DESC LIMIT ?1)",
+                params![max as i64],
+            )?;
+            tx.commit()
+        })
+    }
+
+    /// The newest `max` taint labels last seen at or after `expire_before`
+    /// (0 = any), oldest first.
+    pub fn taint_labels(
+        &self,
+        max: usize,
+        expire_before: u64,
+    ) -> Result<Vec<StoredLabel>, StoreError> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT digest, value, hint, server, tool, record_id, sensitive, source, seen
+                 FROM taint WHERE seen >= ?1 ORDER BY seen DESC, rowid DESC LIMIT ?2",
+            )?;
+            let rows = st.query_map(params![expire_before as i64, max as i64], |r| {
+                Ok(StoredLabel {
+                    digest: r.get(0)?,
+                    value: r.get(1)?,
+                    hint: r.get(2)?,
+                    label: crate::taint::Label {
+                        server: r.get(3)?,
+                        tool: r.get(4)?,
+                        record_id: r.get(5)?,
+                        sensitive: r.get::<_, i64>(6)? != 0,
+                        source: crate::taint::source_of(&r.get::<_, String>(7)?),
+                    },
+                    seen: u64::try_from(r.get::<_, i64>(8)?).unwrap_or(0),
+                })
+            })?;
+            let mut out: Vec<StoredLabel> = rows.collect::<rusqlite::Result<_>>()?;
+            out.reverse();
+            Ok(out)
+        })
+    }
+}
+
 fn pin_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Pin> {
     Ok(Pin {
         server: row.get(0)?,
@@ -635,6 +748,67 @@ mod tests {
             Some("/x/audit.jsonl")
         );
         assert_eq!(s.meta("nope").unwrap(), None);
+    }
+
+    #[test]
+    fn taint_labels_persist_bounded_and_secrets_only_by_digest() {
+        use crate::taint::Label;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sqlite");
+        let l = |sensitive: bool| Label {
+            server: "alpha".into(),
+            tool: "read".into(),
+            record_id: "r1".into(),
+            sensitive,
+            source: if sensitive { "guard" } else { "result" },
+        };
+        {
+            let s = Store::open(&path).unwrap();
+            s.put_taint(
+                &[
+                    ("OLD-VALUE-1".into(), l(false)),
+                    ("SECRET-VALUE-2".into(), l(true)),
+                ],
+                100,
+                3,
+                0,
+            )
+            .unwrap();
+            // Seen again as a plain value: stays sensitive, by digest.
+            s.put_taint(&[("SECRET-VALUE-2".into(), l(false))], 200, 3, 0)
+                .unwrap();
+            s.put_taint(
+                &[
+                    ("NEW-VALUE-3".into(), l(false)),
+                    ("NEW-VALUE-4".into(), l(false)),
+                ],
+                300,
+                3,
+                0,
+            )
+            .unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        let got = s.taint_labels(10, 0).unwrap();
+        let values: Vec<Option<&str>> = got.iter().map(|g| g.value.as_deref()).collect();
+        // Bounded to 3: the oldest (seen at 100) is gone; the secret is in
+        // the store by digest only.
+        assert_eq!(values, vec![None, Some("NEW-VALUE-3"), Some("NEW-VALUE-4")]);
+        assert!(got[0].label.sensitive);
+        assert_eq!(got[0].seen, 200);
+        assert_eq!(
+            got[0].digest,
+            portcullis_core::sha256_hex(b"SECRET-VALUE-2")
+        );
+        for file in [path.clone(), dir.path().join("s.sqlite-wal")] {
+            let raw = std::fs::read(&file).unwrap_or_default();
+            assert!(!raw.windows(14).any(|w| w == b"SECRET-VALUE-2"));
+        }
+        // Expiry: only labels seen at or after the cut-off come back, and a
+        // write deletes the expired ones.
+        assert_eq!(s.taint_labels(10, 250).unwrap().len(), 2);
+        s.put_taint(&[], 400, 3, 250).unwrap();
+        assert_eq!(s.taint_labels(10, 0).unwrap().len(), 2);
     }
 
     #[test]

@@ -247,11 +247,27 @@ fn stronger(a: FlowAction, b: FlowAction) -> FlowAction {
 }
 
 impl Structural {
-    /// Open the state store; `canaries` (the detector's) and the configured
-    /// secret environment variables are labelled sensitive from the start.
+    /// Open the state store and load the taint labels it keeps (so a value
+    /// read before a restart is still caught); `canaries` (the detector's) and
+    /// the configured secret environment variables are labelled sensitive from
+    /// the start.
     pub fn open(config: &GatewayConfig, canaries: &[String]) -> Result<Structural, StoreError> {
         let store = Store::open(&config.state_path())?;
-        let mut taint = TaintStore::new(config.taint.max_values, config.taint.min_len);
+        let mut taint = TaintStore::new(config.taint.max_values, config.taint.min_len)
+            .with_ttl(config.taint.ttl_secs);
+        if config.taint.enabled {
+            let kept = store.taint_labels(config.taint.max_values, taint_cutoff(config))?;
+            tracing::debug!(
+                labels = kept.len(),
+                "taint labels loaded from the state store"
+            );
+            for k in kept {
+                match &k.value {
+                    Some(v) => taint.add_seen(v, k.label, k.seen),
+                    None => taint.add_hashed(&k.digest, &k.hint, k.label, k.seen),
+                }
+            }
+        }
         let label = |what: &str| Label {
             server: "config".into(),
             tool: what.into(),
@@ -818,26 +834,45 @@ impl Structural {
                 sensitive: false,
                 source: "result",
             };
-            let mut scratch = TaintStore::new(usize::MAX, self.config.taint.min_len);
-            scratch.add_result(shown, &label);
-            let mut t = self.taint();
-            t.add_result(shown, &label);
+            let min_len = self.config.taint.min_len;
+            let shown_tokens = crate::taint::tokens(shown, min_len);
             // Tokens of the raw result that did not survive into the forwarded one
             // were masked by the output guard: secrets or PII.
-            let kept: std::collections::HashSet<String> = scratch.values().into_iter().collect();
-            let mut raw_tokens = TaintStore::new(usize::MAX, self.config.taint.min_len);
-            raw_tokens.add_result(raw, &label);
-            for v in raw_tokens.values() {
-                if !kept.contains(&v) {
-                    t.add(
-                        &v,
-                        Label {
-                            sensitive: true,
-                            source: "guard",
-                            ..label.clone()
-                        },
-                    );
+            let kept: std::collections::HashSet<&str> =
+                shown_tokens.iter().map(String::as_str).collect();
+            let masked: Vec<String> = crate::taint::tokens(raw, min_len)
+                .into_iter()
+                .filter(|v| !kept.contains(v.as_str()))
+                .collect();
+            let mut labelled: Vec<(String, Label)> = shown_tokens
+                .iter()
+                .map(|v| (v.clone(), label.clone()))
+                .collect();
+            labelled.extend(masked.into_iter().map(|v| {
+                (
+                    v,
+                    Label {
+                        sensitive: true,
+                        source: "guard",
+                        ..label.clone()
+                    },
+                )
+            }));
+            {
+                let mut t = self.taint();
+                for (v, l) in &labelled {
+                    t.add(v, l.clone());
                 }
+            }
+            // Written through, so the labels survive a restart (bounded and
+            // expiring like the in-memory ones).
+            if !labelled.is_empty() {
+                self.store.put_taint(
+                    &labelled,
+                    crate::taint::now_secs(),
+                    self.config.taint.max_values,
+                    taint_cutoff(&self.config),
+                )?;
             }
         }
         Ok(Verdict::Pass)
@@ -1026,6 +1061,14 @@ impl Structural {
             why: item.summary.clone(),
         };
         Ok((item, v))
+    }
+}
+
+/// Labels last seen before this time (Unix seconds) have expired (0: none).
+fn taint_cutoff(config: &GatewayConfig) -> u64 {
+    match config.taint.ttl_secs {
+        0 => 0,
+        ttl => crate::taint::now_secs().saturating_sub(ttl),
     }
 }
 

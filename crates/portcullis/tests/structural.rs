@@ -954,3 +954,62 @@ async fn a_held_call_waits_for_the_decision_approved_or_denied() {
     assert!(decided.iter().all(|r| r["channel"] == "tool_arguments"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taint_labels_survive_a_gateway_restart() {
+    use portcullis_testkit::injections as inj;
+    let dir = tempfile::tempdir().unwrap();
+    let token = "PCX-4R8N2WQ7L-ORIGIN";
+    let alpha = ["--profile", "attack", "--poison", "secret"];
+    let beta = ["--profile", "benign"];
+    // Run 1: alpha's results carry a value, and a secret the output guard masks.
+    let origin = {
+        let p = pair(dir.path(), &alpha, &beta, "").await;
+        tools(&p).await;
+        let r = call(
+            &p,
+            "alpha__echo",
+            json!({"text": format!("ticket {token} opened")}),
+        )
+        .await
+        .unwrap();
+        assert!(text_of(&r).contains(token));
+        let r = call(&p, "alpha__read_config", json!({})).await.unwrap();
+        assert!(!text_of(&r).contains(inj::FAKE_AWS_SECRET), "{r}");
+        p.client.cancel().await.unwrap();
+        records(&dir.path().join("audit.jsonl"))
+            .into_iter()
+            .find(|r| r["channel"] == "tool_result" && r["tool"] == "echo")
+            .expect("the echo result's record")["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // The state store holds the secret by its digest only.
+    for f in ["state.sqlite", "state.sqlite-wal"] {
+        let raw = std::fs::read(dir.path().join(f)).unwrap_or_default();
+        for secret in [inj::FAKE_AWS_SECRET, inj::FAKE_AWS_KEY_ID] {
+            assert!(
+                !raw.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "{secret} in {f}"
+            );
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Run 2: a new gateway process; the value is still labelled with its origin.
+    let p = pair(dir.path(), &alpha, &beta, "").await;
+    tools(&p).await;
+    let r = call(&p, "beta__echo", json!({"text": format!("fwd {token}")}))
+        .await
+        .unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+    let text = text_of(&r);
+    assert!(
+        text.contains("blocked") && text.contains(&format!("alpha/echo (record {origin})")),
+        "{text}"
+    );
+    // Back to its own server's non-sink tool: allowed, as before the restart.
+    let r = call(&p, "alpha__echo", json!({"text": token}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), token);
+}
