@@ -214,10 +214,19 @@ struct ConfigFile {
     severity_weights: Option<SeverityWeights>,
     normalize: Option<NormalizeConfig>,
     egress: Option<EgressFile>,
-    lexical: Option<LexicalConfig>,
+    lexical: Option<LexicalFile>,
     embedding: Option<EmbeddingConfig>,
     #[serde(default)]
     allow: Vec<AllowEntry>,
+}
+
+/// `[lexical]` in a file: absent keys keep the preset's values.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LexicalFile {
+    enabled: Option<bool>,
+    weight: Option<f64>,
+    model: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -280,7 +289,10 @@ impl Config {
             g.result_weight = e.result_weight.unwrap_or(g.result_weight);
         }
         if let Some(l) = file.lexical {
-            cfg.lexical = l;
+            let x = &mut cfg.lexical;
+            x.enabled = l.enabled.unwrap_or(x.enabled);
+            x.weight = l.weight.unwrap_or(x.weight);
+            x.model = l.model.or(x.model.take());
         }
         if let Some(e) = file.embedding {
             cfg.embedding = e;
@@ -418,6 +430,20 @@ mod tests {
             "strict preset masks PII unless overridden"
         );
         assert_eq!(cfg.egress.canaries.len(), 1);
+    }
+
+    #[test]
+    fn a_lexical_section_changes_only_the_keys_it_gives() {
+        let preset = Config::default().lexical;
+        assert!(preset.enabled);
+        let cfg = Config::from_toml_str("[lexical]\nenabled = false\n", "t.toml").unwrap();
+        assert!(!cfg.lexical.enabled);
+        assert_eq!(cfg.lexical.weight, preset.weight);
+        let cfg = Config::from_toml_str("[lexical]\nweight = 0.5\n", "t.toml").unwrap();
+        assert!(cfg.lexical.enabled);
+        assert_eq!(cfg.lexical.weight, 0.5);
+        let e = Config::from_toml_str("[lexical]\nenabeld = false\n", "t.toml");
+        assert!(e.unwrap_err().to_string().contains("enabeld"));
     }
 
     #[test]

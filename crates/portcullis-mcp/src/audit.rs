@@ -8,13 +8,18 @@
 //!
 //! Secrets are redacted before anything is written: every excerpt and reason is
 //! passed through the egress guard's secret and PII detectors and masked.
+//!
+//! The gateway is not the only writer: `portcullis review` appends the decision
+//! records of human approvals and denials to the same log. Each group is appended
+//! under an exclusive OS lock on the log file, so writers in different processes
+//! take turns and the offsets the index records are exact.
 
 use portcullis_core::{DecisionRecord, EgressConfig};
 use portcullis_detect::guard::EgressGuard;
 use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -97,9 +102,8 @@ impl std::fmt::Debug for AuditLog {
 }
 
 struct Writer {
-    log: BufWriter<File>,
+    log: File,
     log_path: PathBuf,
-    offset: u64,
     db: Connection,
     db_path: PathBuf,
     fsync: bool,
@@ -118,19 +122,17 @@ impl AuditLog {
         if let Some(dir) = log_path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
-        let mut file = OpenOptions::new()
+        let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log_path)
             .map_err(io)?;
-        let offset = file.seek(SeekFrom::End(0)).map_err(io)?;
         let db_path = config.index_path();
         let db = open_index(&db_path)?;
         let guard = EgressGuard::new(egress).map_err(|e| AuditError::Guard(e.to_string()))?;
         let mut writer = Writer {
-            log: BufWriter::new(file),
+            log: file,
             log_path,
-            offset,
             db,
             db_path,
             fsync: config.fsync,
@@ -188,6 +190,9 @@ fn open_index(path: &Path) -> Result<Connection, AuditError> {
         source,
     };
     let db = Connection::open(path).map_err(sq)?;
+    // Another process (`portcullis review`) may be writing its index rows.
+    db.busy_timeout(std::time::Duration::from_secs(30))
+        .map_err(sq)?;
     db.execute_batch(
         "PRAGMA journal_mode=WAL;
          PRAGMA synchronous=NORMAL;
@@ -263,6 +268,8 @@ impl Writer {
             path: path.to_path_buf(),
             source,
         };
+        // Lines and their offsets relative to the start of this group.
+        let mut buf = Vec::new();
         let mut rows = Vec::new();
         for b in group {
             for r in &b.records {
@@ -270,19 +277,26 @@ impl Writer {
                 let mut line = serde_json::to_vec(&redacted)
                     .map_err(|e| AuditError::Stopped(format!("serialize record: {e}")))?;
                 line.push(b'\n');
-                self.log
-                    .write_all(&line)
-                    .map_err(|e| io(&self.log_path, e))?;
-                rows.push((redacted, self.offset, line.len() as u64));
-                self.offset += line.len() as u64;
+                rows.push((redacted, buf.len() as u64, line.len() as u64));
+                buf.extend_from_slice(&line);
             }
         }
-        self.log.flush().map_err(|e| io(&self.log_path, e))?;
-        if self.fsync {
-            self.log
-                .get_ref()
-                .sync_data()
-                .map_err(|e| io(&self.log_path, e))?;
+        // Another process may append too: while the lock is held the log's length
+        // is where these lines land, and no other line interleaves with them.
+        self.log.lock().map_err(|e| io(&self.log_path, e))?;
+        let written = (|| {
+            let base = self.log.metadata()?.len();
+            self.log.write_all(&buf)?;
+            if self.fsync {
+                self.log.sync_data()?;
+            }
+            Ok(base)
+        })();
+        let unlocked = self.log.unlock();
+        let base = written.map_err(|e| io(&self.log_path, e))?;
+        unlocked.map_err(|e| io(&self.log_path, e))?;
+        for row in &mut rows {
+            row.1 += base;
         }
         Ok(rows)
     }

@@ -499,9 +499,15 @@ pub struct TaintConfig {
     /// Shortest result token kept as a labelled value.
     #[serde(default = "default_min_len")]
     pub min_len: usize,
-    /// Labelled values kept (oldest dropped first).
+    /// Labelled values kept, in memory and in the state store (oldest dropped
+    /// first).
     #[serde(default = "default_max_values")]
     pub max_values: usize,
+    /// Seconds a label lasts after its value was last seen in a result (0 =
+    /// until dropped by `max_values`); expired labels no longer match and are
+    /// deleted from the state store. Labels of configured secrets never expire.
+    #[serde(default = "default_taint_ttl")]
+    pub ttl_secs: u64,
     /// A value from one server's result sent to another server's tool.
     #[serde(default = "default_block")]
     pub cross_server: FlowAction,
@@ -530,6 +536,7 @@ impl Default for TaintConfig {
             enabled: true,
             min_len: default_min_len(),
             max_values: default_max_values(),
+            ttl_secs: default_taint_ttl(),
             cross_server: default_block(),
             sink: default_block(),
             same_server: default_allow(),
@@ -545,6 +552,9 @@ fn default_min_len() -> usize {
 }
 fn default_max_values() -> usize {
     4096
+}
+fn default_taint_ttl() -> u64 {
+    7 * 24 * 3600
 }
 fn default_block() -> FlowAction {
     FlowAction::Block

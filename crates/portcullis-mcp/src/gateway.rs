@@ -69,7 +69,11 @@ struct Tables {
     tools: HashMap<String, Route>,
     prompts: HashMap<String, Route>,
     resources: HashMap<String, usize>,
+    /// Resource templates (`uriTemplate`) and their upstream, withheld ones
+    /// included: a read of a URI that only a withheld template matches is refused.
     templates: Vec<(String, usize)>,
+    /// Whether resources and templates have been listed at least once.
+    resources_listed: bool,
     /// Names/URIs the client must not reach, with the record that withheld them.
     withheld: HashMap<(Channel, String), String>,
     /// Names withheld by a structural control: re-checked against the state
@@ -181,6 +185,8 @@ impl Gateway {
         for u in &self.upstreams {
             u.shutdown().await;
         }
+        let structural = self.structural.clone();
+        let _ = tokio::task::spawn_blocking(move || structural.flush_taint()).await;
     }
 
     fn tables(&self) -> std::sync::MutexGuard<'_, Tables> {
@@ -238,6 +244,19 @@ impl Gateway {
         tool: Option<&str>,
         result: ServerResult,
     ) -> Result<ServerResult, McpError> {
+        self.inspected_with_record(channel, upstream, tool, result)
+            .await
+            .map(|(r, _)| r)
+    }
+
+    /// [`Self::inspected`], and the id of the record that decided.
+    async fn inspected_with_record(
+        &self,
+        channel: Channel,
+        upstream: usize,
+        tool: Option<&str>,
+        result: ServerResult,
+    ) -> Result<(ServerResult, String), McpError> {
         let server = self.upstreams[upstream].name().to_string();
         let mut v = to_value(&result)?;
         let size = v.to_string().len();
@@ -257,12 +276,15 @@ impl Gateway {
             .await
             .map_err(internal)?;
         if out.forward {
-            return retype(&result, v);
+            return retype(&result, v).map(|r| (r, out.record.id));
         }
         if channel == Channel::ToolResult {
             // A held tool result is still a well-formed result: the model reads
             // that it was withheld and why, and nothing of the original.
-            return Ok(ServerResult::CallToolResult(withheld_result(&out)));
+            return Ok((
+                ServerResult::CallToolResult(withheld_result(&out)),
+                out.record.id,
+            ));
         }
         Err(withheld_error(&out))
     }
@@ -475,15 +497,15 @@ impl Gateway {
                 }
                 ListKind::Resources => {
                     if templates {
-                        let prefix = ident.split('{').next().unwrap_or_default().to_string();
-                        t.templates.retain(|(p, _)| p != &prefix);
-                        t.templates.push((prefix, upstream));
+                        t.templates
+                            .retain(|(tpl, u)| !(tpl == &ident && *u == upstream));
+                        t.templates.push((ident.clone(), upstream));
                     } else {
                         t.resources.insert(ident.clone(), upstream);
                     }
                     if !verdict.passes() {
-                        // A held template is not listed; it is not refused by
-                        // prefix routing (see docs/structural.md).
+                        // A held template is not listed, and a read of a URI
+                        // only it matches is refused (`resource_route`).
                         t.held.insert((channel, ident), verdict);
                     } else if decided.forward {
                         t.withheld.remove(&(channel, ident.clone()));
@@ -542,6 +564,57 @@ impl Gateway {
         Ok(())
     }
 
+    /// The refusal for a name (tool, prompt) or URI (resource, template) that is
+    /// withheld: held by a structural control (the state store is re-read, so an
+    /// approval from `portcullis review` in any process releases it at once) or
+    /// withheld by the detector. `None`: not withheld.
+    fn refusal(&self, channel: Channel, key: &str) -> Result<Option<McpError>, McpError> {
+        let held = self.tables().held.get(&(channel, key.to_string())).cloned();
+        if let Some(mut v) = held {
+            let status = match &v {
+                Verdict::Held {
+                    queue_id: Some(q), ..
+                } => self
+                    .structural
+                    .store
+                    .item(*q)
+                    .map_err(internal)?
+                    .map(|i| i.status),
+                _ => None,
+            };
+            if let (Some(s), Verdict::Held { why, .. }) = (&status, &mut v) {
+                if s == crate::store::DENIED && !why.starts_with("denied at review") {
+                    *why = format!("denied at review: {why}");
+                }
+            }
+            if status.as_deref() == Some(crate::store::APPROVED) {
+                self.tables().held.remove(&(channel, key.to_string()));
+            } else {
+                let (record, queue) = match &v {
+                    Verdict::Held {
+                        record_id,
+                        queue_id,
+                        ..
+                    } => (record_id.clone(), *queue_id),
+                    Verdict::Pass => (String::new(), None),
+                };
+                return Ok(Some(McpError::new(
+                    crate::router::WITHHELD,
+                    v.message(&format!("{key:?}")),
+                    Some(json!({ "record_id": record, "review_id": queue })),
+                )));
+            }
+        }
+        let t = self.tables();
+        Ok(t.withheld.get(&(channel, key.to_string())).map(|record| {
+            McpError::new(
+                crate::router::WITHHELD,
+                format!("portcullis: {key:?} is withheld by the gateway (record {record})"),
+                Some(json!({ "record_id": record })),
+            )
+        }))
+    }
+
     /// Where a named tool or prompt goes; refuses withheld or unknown names.
     async fn route(
         &self,
@@ -551,49 +624,11 @@ impl Gateway {
         session: u64,
     ) -> Result<Route, McpError> {
         for attempt in 0..2 {
-            let held = self
-                .tables()
-                .held
-                .get(&(channel, exposed.to_string()))
-                .cloned();
-            if let Some(v) = held {
-                // Re-read the store: an approval from `portcullis review` (any
-                // process) releases the name at once.
-                let approved = match &v {
-                    Verdict::Held {
-                        queue_id: Some(q), ..
-                    } => self.structural.approved(*q).map_err(internal)?,
-                    _ => false,
-                };
-                if approved {
-                    self.tables().held.remove(&(channel, exposed.to_string()));
-                } else {
-                    let record = match &v {
-                        Verdict::Held { record_id, .. } => record_id.clone(),
-                        Verdict::Pass => String::new(),
-                    };
-                    let queue = match &v {
-                        Verdict::Held { queue_id, .. } => *queue_id,
-                        Verdict::Pass => None,
-                    };
-                    return Err(McpError::new(
-                        crate::router::WITHHELD,
-                        v.message(&format!("{exposed:?}")),
-                        Some(json!({ "record_id": record, "review_id": queue })),
-                    ));
-                }
+            if let Some(refused) = self.refusal(channel, exposed)? {
+                return Err(refused);
             }
             {
                 let t = self.tables();
-                if let Some(record) = t.withheld.get(&(channel, exposed.to_string())) {
-                    return Err(McpError::new(
-                        crate::router::WITHHELD,
-                        format!(
-                            "portcullis: {exposed:?} is withheld by the gateway (record {record})"
-                        ),
-                        Some(json!({ "record_id": record })),
-                    ));
-                }
                 let table = if channel == Channel::ToolDefinition {
                     &t.tools
                 } else {
@@ -620,7 +655,11 @@ impl Gateway {
         ))
     }
 
-    /// Which upstream serves a resource URI; refuses withheld ones.
+    /// Which upstream serves a resource URI; refuses withheld ones. A URI that
+    /// no listed resource names goes by the templates it matches: to the most
+    /// specific one that is not withheld, and if only withheld templates match
+    /// it, the read is refused with the record (and review item) of the most
+    /// specific of them.
     async fn resource_route(
         &self,
         uri: &str,
@@ -628,33 +667,56 @@ impl Gateway {
         session: u64,
     ) -> Result<usize, McpError> {
         for attempt in 0..2 {
-            {
+            if let Some(refused) = self.refusal(Channel::Resource, uri)? {
+                return Err(refused);
+            }
+            let (exact, matching, listed) = {
                 let t = self.tables();
-                if let Some(record) = t.withheld.get(&(Channel::Resource, uri.to_string())) {
-                    return Err(McpError::new(
-                        crate::router::WITHHELD,
-                        format!("portcullis: {uri:?} is withheld by the gateway (record {record})"),
-                        Some(json!({ "record_id": record })),
-                    ));
-                }
-                if let Some(i) = t.resources.get(uri) {
-                    return Ok(*i);
-                }
-                if let Some((_, i)) = t
+                let mut m: Vec<(String, usize)> = t
                     .templates
                     .iter()
-                    .filter(|(p, _)| !p.is_empty() && uri.starts_with(p.as_str()))
-                    .max_by_key(|(p, _)| p.len())
-                {
-                    return Ok(*i);
+                    .filter(|(tpl, _)| template_matches(tpl, uri))
+                    .cloned()
+                    .collect();
+                // Most specific first: the longest literal text.
+                m.sort_by_key(|(tpl, _)| std::cmp::Reverse(template_literal_len(tpl)));
+                (t.resources.get(uri).copied(), m, t.resources_listed)
+            };
+            if let Some(i) = exact {
+                return Ok(i);
+            }
+            let mut first_refusal = None;
+            for (tpl, i) in matching {
+                match self.refusal(Channel::Resource, &tpl)? {
+                    None => return Ok(i),
+                    Some(e) => {
+                        first_refusal.get_or_insert(e);
+                    }
                 }
+            }
+            if let Some(e) = first_refusal {
+                return Err(e);
+            }
+            if attempt == 0 && (self.upstreams.len() > 1 || !listed) {
+                // Not listed yet: list resources and templates first, so a read
+                // under a template that would be withheld is refused.
+                for templates in [false, true] {
+                    if let Err(e) = self
+                        .list(ListKind::Resources, templates, ctx, session)
+                        .await
+                    {
+                        if self.upstreams.len() > 1 {
+                            return Err(e);
+                        }
+                        // One upstream that cannot list: nothing to withhold by.
+                        tracing::warn!(error = %e.message, "listing resources before a read failed");
+                    }
+                }
+                self.tables().resources_listed = true;
+                continue;
             }
             if self.upstreams.len() == 1 {
                 return Ok(0);
-            }
-            if attempt == 0 {
-                self.list(ListKind::Resources, false, ctx, session).await?;
-                self.list(ListKind::Resources, true, ctx, session).await?;
             }
         }
         Err(McpError::resource_not_found(
@@ -747,8 +809,8 @@ impl Gateway {
                     )
                     .await?;
                 let raw = to_value(&result)?;
-                let out = self
-                    .inspected(
+                let (out, result_record) = self
+                    .inspected_with_record(
                         Channel::ToolResult,
                         route.upstream,
                         Some(&route.name),
@@ -775,7 +837,7 @@ impl Gateway {
                                 &raw,
                                 &shown,
                                 &known,
-                                None,
+                                Some(&result_record),
                             )
                             .await
                             .map_err(internal)?;
@@ -1164,6 +1226,53 @@ fn list_method(kind: ListKind, templates: bool) -> (&'static str, &'static str) 
     }
 }
 
+/// The literal parts of a URI template (RFC 6570), split at its `{…}`
+/// expressions; an unclosed `{` is literal text.
+fn template_literals(template: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
+        parts.push(&rest[..open]);
+        rest = &rest[open + close + 1..];
+    }
+    parts.push(rest);
+    parts
+}
+
+fn template_literal_len(template: &str) -> usize {
+    template_literals(template).iter().map(|p| p.len()).sum()
+}
+
+/// Whether a URI could be an expansion of a template: its literal parts in
+/// order, each expression standing for any text (a superset of RFC 6570
+/// matching, so a URI a withheld template could produce is never missed).
+fn template_matches(template: &str, uri: &str) -> bool {
+    let parts = template_literals(template);
+    let (Some(&first), Some(&last)) = (parts.first(), parts.last()) else {
+        return false;
+    };
+    if parts.len() == 1 {
+        return uri == first;
+    }
+    let Some(mut rest) = uri.strip_prefix(first) else {
+        return false;
+    };
+    let Some(r) = rest.strip_suffix(last) else {
+        return false;
+    };
+    rest = r;
+    for &mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
 fn entry_ident(kind: ListKind, templates: bool, v: &Value) -> String {
     let key = match (kind, templates) {
         (ListKind::Resources, false) => "uri",
@@ -1242,5 +1351,33 @@ fn service_error(server: &str, e: ServiceError) -> McpError {
             None,
         ),
         other => McpError::internal_error(format!("portcullis: upstream {server}: {other}"), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_match_templates_by_their_literal_parts() {
+        assert!(template_matches("note://{name}", "note://groceries"));
+        assert!(template_matches("note://{name}", "note://"));
+        assert!(!template_matches("note://{name}", "file:///etc/passwd"));
+        assert!(template_matches("file:///{+path}.md", "file:///a/b/c.md"));
+        assert!(!template_matches("file:///{+path}.md", "file:///a/b/c.txt"));
+        assert!(template_matches(
+            "repo://{owner}/{repo}/issues{?state}",
+            "repo://o/r/issues?state=open"
+        ));
+        assert!(!template_matches(
+            "repo://{owner}/{repo}/issues",
+            "repo://o-r"
+        ));
+        // No expression: the template is one URI.
+        assert!(template_matches("note://readme", "note://readme"));
+        assert!(!template_matches("note://readme", "note://readme2"));
+        // An unclosed brace is literal text.
+        assert!(template_matches("x://{a", "x://{a"));
+        assert!(template_literal_len("repo://{owner}/{repo}") > template_literal_len("repo://{x}"));
     }
 }

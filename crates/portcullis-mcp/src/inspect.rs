@@ -7,7 +7,9 @@
 
 use crate::audit::AuditLog;
 use crate::config::{FailMode, MetadataReview};
-use portcullis_core::{Action, Channel, DecisionRecord, Finding, Span, StageOutput, Status};
+use portcullis_core::{
+    Action, Channel, DecisionRecord, Finding, Span, StageOutput, Status, Thresholds,
+};
 use portcullis_detect::extract::{self, Extracted};
 use portcullis_detect::{Detector, Inspection, RecordMeta};
 use serde_json::Value;
@@ -172,7 +174,7 @@ impl Inspector {
     }
 
     /// A record the gateway writes itself (a failed inspection, a structural
-    /// decision), with the same header every detector record has.
+    /// decision): [`gateway_record`] under this detector's configuration.
     #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
@@ -183,30 +185,24 @@ impl Inspector {
         input: Option<&str>,
         stages: Vec<StageOutput>,
         score: f64,
-        (status, action): (Status, Action),
+        decision: (Status, Action),
         reasons: Vec<String>,
     ) -> DecisionRecord {
-        DecisionRecord {
-            id: meta.id,
-            position: meta.position,
-            time: portcullis_core::now_rfc3339(),
-            config_hash: self.detector.config_hash().to_string(),
+        gateway_record(
+            RecordHeader {
+                meta,
+                config_hash: self.detector.config_hash().to_string(),
+                thresholds: self.detector.config().thresholds,
+            },
             channel,
-            server: Some(server.to_string()),
-            tool: tool.map(str::to_string),
-            path: None,
-            input_sha256: input
-                .map(|t| portcullis_core::sha256_hex(t.as_bytes()))
-                .unwrap_or_default(),
-            input_len: input.map_or(0, str::len),
+            Some(server),
+            tool,
+            input.map(InputDigest::of).unwrap_or_default(),
             stages,
             score,
-            thresholds: self.detector.config().thresholds,
-            status,
-            action,
+            decision,
             reasons,
-            latency_us: 0,
-        }
+        )
     }
 
     async fn log(&self, records: Vec<DecisionRecord>) -> Result<(), InspectError> {
@@ -503,6 +499,67 @@ impl Inspector {
     }
 }
 
+/// What every record the gateway writes itself carries besides the decision: its
+/// id and stream position, and the configuration it was decided under.
+#[derive(Debug, Clone)]
+pub struct RecordHeader {
+    pub meta: RecordMeta,
+    pub config_hash: String,
+    pub thresholds: Thresholds,
+}
+
+/// The SHA-256 and byte length of the input a record is about (empty: none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InputDigest {
+    pub sha256: String,
+    pub len: usize,
+}
+
+impl InputDigest {
+    pub fn of(text: &str) -> InputDigest {
+        InputDigest {
+            sha256: portcullis_core::sha256_hex(text.as_bytes()),
+            len: text.len(),
+        }
+    }
+}
+
+/// The one constructor of records the detector did not write: a failed
+/// inspection, a structural decision, a human decision at review
+/// (`portcullis review`). Same header and shape as every detector record.
+#[allow(clippy::too_many_arguments)]
+pub fn gateway_record(
+    header: RecordHeader,
+    channel: Channel,
+    server: Option<&str>,
+    tool: Option<&str>,
+    input: InputDigest,
+    stages: Vec<StageOutput>,
+    score: f64,
+    (status, action): (Status, Action),
+    reasons: Vec<String>,
+) -> DecisionRecord {
+    DecisionRecord {
+        id: header.meta.id,
+        position: header.meta.position,
+        time: portcullis_core::now_rfc3339(),
+        config_hash: header.config_hash,
+        channel,
+        server: server.map(str::to_string),
+        tool: tool.map(str::to_string),
+        path: None,
+        input_sha256: input.sha256,
+        input_len: input.len,
+        stages,
+        score,
+        thresholds: header.thresholds,
+        status,
+        action,
+        reasons,
+        latency_us: 0,
+    }
+}
+
 /// Whether a record's decision lets the item through.
 fn forwards(record: &DecisionRecord) -> bool {
     matches!(
@@ -566,7 +623,7 @@ fn sentences(text: &str) -> Vec<(usize, usize)> {
     let mut start = 0;
     let mut chars = text.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
-        let next_ws = chars.peek().map_or(true, |(_, n)| n.is_whitespace());
+        let next_ws = chars.peek().is_none_or(|(_, n)| n.is_whitespace());
         let end_here = c == '\n' || (matches!(c, '.' | '!' | '?' | '。') && next_ws);
         // A break right after a sentence's end stays with the next sentence.
         if end_here && !text[start..i].trim().is_empty() {

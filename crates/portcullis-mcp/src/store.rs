@@ -6,7 +6,7 @@
 //! a `portcullis review approve` from another process is seen by a running gateway
 //! on its next check, and everything survives a restart.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -26,6 +26,8 @@ pub enum StoreError {
     NoItem(i64),
     #[error("review item {id} is already {status}")]
     Decided { id: i64, status: String },
+    #[error("the decision record of review item {id} could not be written, so nothing was decided: {message}")]
+    Record { id: i64, message: String },
 }
 
 /// A pinned definition.
@@ -38,6 +40,19 @@ pub struct Pin {
     pub hash: String,
     pub definition: Value,
     pub pinned_at: String,
+}
+
+/// A taint label as the state store keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredLabel {
+    /// SHA-256 (hex) of the value.
+    pub digest: String,
+    /// The value itself; `None` for a sensitive value (kept by digest only).
+    pub value: Option<String>,
+    pub hint: String,
+    pub label: crate::taint::Label,
+    /// When the value was last seen (Unix seconds).
+    pub seen: u64,
 }
 
 /// What a review item is about.
@@ -135,6 +150,12 @@ CREATE TABLE IF NOT EXISTS allow (
     kind TEXT NOT NULL, server TEXT NOT NULL, name TEXT NOT NULL, key TEXT NOT NULL,
     note TEXT, created TEXT NOT NULL, queue_id INTEGER,
     PRIMARY KEY (kind, server, name, key));
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS taint (
+    digest TEXT PRIMARY KEY, value TEXT, hint TEXT NOT NULL,
+    server TEXT NOT NULL, tool TEXT NOT NULL, record_id TEXT NOT NULL,
+    sensitive INTEGER NOT NULL, source TEXT NOT NULL, seen INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS taint_seen ON taint (seen);
 ";
 
 const ITEM_COLUMNS: &str = "id, created, kind, server, name, fingerprint, status, record_id, \
@@ -345,20 +366,32 @@ impl Store {
 
     /// Approve or deny a pending item. Approving a definition re-pins it to the
     /// held version; `remember` writes the item's allowlist keys.
-    pub fn decide(
+    ///
+    /// `record` writes the decision record of the human decision (to the audit
+    /// log) and returns it; it runs while this store's write lock is held and the
+    /// item is known to be pending, and the decision is committed only if it
+    /// succeeds: no decision without its record, and no record of a decision
+    /// another reviewer made first. The record is kept with the item too.
+    pub fn decide<F>(
         &self,
         id: i64,
         approve: bool,
         note: Option<&str>,
         remember: bool,
-    ) -> Result<QueueItem, StoreError> {
+        record: F,
+    ) -> Result<QueueItem, StoreError>
+    where
+        F: FnOnce(&QueueItem) -> Result<Value, String>,
+    {
         let path = self.path.clone();
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let sq = |source| StoreError::Sqlite {
             path: path.clone(),
             source,
         };
-        let tx = conn.transaction().map_err(sq)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sq)?;
         let item = tx
             .query_row(
                 &format!("SELECT {ITEM_COLUMNS} FROM queue WHERE id = ?1"),
@@ -376,11 +409,6 @@ impl Store {
         }
         let now = portcullis_core::now_rfc3339();
         let status = if approve { APPROVED } else { DENIED };
-        tx.execute(
-            "UPDATE queue SET status = ?1, note = ?2, decided_at = ?3, remember = ?4 WHERE id = ?5",
-            params![status, note, now, remember as i64, id],
-        )
-        .map_err(sq)?;
         if approve && item.kind == kind::DEFINITION {
             let d = &item.detail;
             let (Some(pin_kind), Some(hash), Some(def)) = (
@@ -414,6 +442,13 @@ impl Store {
                 .map_err(sq)?;
             }
         }
+        let decision = record(&item).map_err(|message| StoreError::Record { id, message })?;
+        tx.execute(
+            "UPDATE queue SET status = ?1, note = ?2, decided_at = ?3, remember = ?4, decision = ?5
+             WHERE id = ?6",
+            params![status, note, now, remember as i64, decision.to_string(), id],
+        )
+        .map_err(sq)?;
         let out = tx
             .query_row(
                 &format!("SELECT {ITEM_COLUMNS} FROM queue WHERE id = ?1"),
@@ -425,14 +460,25 @@ impl Store {
         Ok(out)
     }
 
-    /// Keep the decision record of a human decision with its item.
-    pub fn set_decision_record(&self, id: i64, record: &Value) -> Result<(), StoreError> {
+    /// Remember a setting of the gateway that other processes need (the audit
+    /// log `portcullis review` appends its decision records to).
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
         self.with(|c| {
             c.execute(
-                "UPDATE queue SET decision = ?1 WHERE id = ?2",
-                params![record.to_string(), id],
+                "INSERT INTO meta (key, value) VALUES (?1, ?2)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                params![key, value],
             )
             .map(|_| ())
+        })
+    }
+
+    pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.with(|c| {
+            c.query_row("SELECT value FROM meta WHERE key = ?1", params![key], |r| {
+                r.get(0)
+            })
+            .optional()
         })
     }
 
@@ -486,6 +532,101 @@ impl Store {
             )
             .optional()
             .map(|o| o.is_some())
+        })
+    }
+}
+
+impl Store {
+    /// Write taint labels through (a sensitive value by its digest only), then
+    /// apply the bounds: labels last seen before `expire_before` (Unix seconds;
+    /// 0 = none) are deleted, and only the newest `max` are kept. A sensitive
+    /// label is not replaced by a non-sensitive one of the same value.
+    pub fn put_taint(
+        &self,
+        labels: &[(String, crate::taint::Label)],
+        seen: u64,
+        max: usize,
+        expire_before: u64,
+    ) -> Result<(), StoreError> {
+        self.with(|c| {
+            let tx = c.transaction()?;
+            {
+                let mut was_sensitive =
+                    tx.prepare_cached("SELECT sensitive FROM taint WHERE digest = ?1")?;
+                let mut touch =
+                    tx.prepare_cached("UPDATE taint SET seen = ?1 WHERE digest = ?2")?;
+                let mut put = tx.prepare_cached(
+                    "INSERT OR REPLACE INTO taint
+                     (digest, value, hint, server, tool, record_id, sensitive, source, seen)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )?;
+                for (value, l) in labels {
+                    let digest = portcullis_core::sha256_hex(value.as_bytes());
+                    let old: Option<i64> = was_sensitive
+                        .query_row(params![digest], |r| r.get(0))
+                        .optional()?;
+                    if old == Some(1) && !l.sensitive {
+                        touch.execute(params![seen as i64, digest])?;
+                        continue;
+                    }
+                    put.execute(params![
+                        digest,
+                        (!l.sensitive).then_some(value.as_str()),
+                        crate::taint::hint(value),
+                        l.server,
+                        l.tool,
+                        l.record_id,
+                        l.sensitive as i64,
+                        l.source,
+                        seen as i64
+                    ])?;
+                }
+            }
+            if expire_before > 0 {
+                tx.execute(
+                    "DELETE FROM taint WHERE seen < ?1",
+                    params![expire_before as i64],
+                )?;
+            }
+            tx.execute(
+                "DELETE FROM taint WHERE rowid NOT IN
+                 (SELECT rowid FROM taint ORDER BY seen DESC, rowid DESC LIMIT ?1)",
+                params![max as i64],
+            )?;
+            tx.commit()
+        })
+    }
+
+    /// The newest `max` taint labels last seen at or after `expire_before`
+    /// (0 = any), oldest first.
+    pub fn taint_labels(
+        &self,
+        max: usize,
+        expire_before: u64,
+    ) -> Result<Vec<StoredLabel>, StoreError> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT digest, value, hint, server, tool, record_id, sensitive, source, seen
+                 FROM taint WHERE seen >= ?1 ORDER BY seen DESC, rowid DESC LIMIT ?2",
+            )?;
+            let rows = st.query_map(params![expire_before as i64, max as i64], |r| {
+                Ok(StoredLabel {
+                    digest: r.get(0)?,
+                    value: r.get(1)?,
+                    hint: r.get(2)?,
+                    label: crate::taint::Label {
+                        server: r.get(3)?,
+                        tool: r.get(4)?,
+                        record_id: r.get(5)?,
+                        sensitive: r.get::<_, i64>(6)? != 0,
+                        source: crate::taint::source_of(&r.get::<_, String>(7)?),
+                    },
+                    seen: u64::try_from(r.get::<_, i64>(8)?).unwrap_or(0),
+                })
+            })?;
+            let mut out: Vec<StoredLabel> = rows.collect::<rusqlite::Result<_>>()?;
+            out.reverse();
+            Ok(out)
         })
     }
 }
@@ -557,21 +698,117 @@ mod tests {
         assert_eq!(s.pin("a", "tool", "t").unwrap().unwrap().hash, "h1");
         let pending = s.list(false).unwrap();
         assert_eq!(pending.len(), 1);
-        let done = s.decide(pending[0].id, true, Some("ok"), true).unwrap();
+        let done = s
+            .decide(pending[0].id, true, Some("ok"), true, |_| {
+                Ok(json!({"id": "r1"}))
+            })
+            .unwrap();
         assert_eq!(done.status, APPROVED);
         assert_eq!(done.note.as_deref(), Some("ok"));
+        assert_eq!(done.decision["id"], "r1");
         assert_eq!(s.pin("a", "tool", "t").unwrap().unwrap().hash, "h2");
         assert!(s
             .remembered("allow", kind::DEFINITION, "a", "t", "anything")
             .unwrap());
         assert!(matches!(
-            s.decide(pending[0].id, false, None, false),
+            s.decide(pending[0].id, false, None, false, |_| Ok(Value::Null)),
             Err(StoreError::Decided { .. })
         ));
         assert!(matches!(
-            s.decide(999, true, None, false),
+            s.decide(999, true, None, false, |_| Ok(Value::Null)),
             Err(StoreError::NoItem(999))
         ));
+    }
+
+    #[test]
+    fn no_decision_without_its_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("s.sqlite")).unwrap();
+        let (i, _) = s
+            .enqueue(NewItem {
+                kind: kind::CALL.into(),
+                server: "a".into(),
+                name: "t".into(),
+                fingerprint: "args".into(),
+                allow_keys: vec!["k".into()],
+                ..NewItem::default()
+            })
+            .unwrap();
+        let failed = s.decide(i.id, true, None, true, |_| Err("disk full".into()));
+        assert!(
+            matches!(failed, Err(StoreError::Record { .. })),
+            "{failed:?}"
+        );
+        let still = s.item(i.id).unwrap().unwrap();
+        assert_eq!(still.status, PENDING);
+        assert!(!s.remembered("allow", kind::CALL, "a", "t", "k").unwrap());
+        s.set_meta("audit_log", "/x/audit.jsonl").unwrap();
+        assert_eq!(
+            s.meta("audit_log").unwrap().as_deref(),
+            Some("/x/audit.jsonl")
+        );
+        assert_eq!(s.meta("nope").unwrap(), None);
+    }
+
+    #[test]
+    fn taint_labels_persist_bounded_and_secrets_only_by_digest() {
+        use crate::taint::Label;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sqlite");
+        let l = |sensitive: bool| Label {
+            server: "alpha".into(),
+            tool: "read".into(),
+            record_id: "r1".into(),
+            sensitive,
+            source: if sensitive { "guard" } else { "result" },
+        };
+        {
+            let s = Store::open(&path).unwrap();
+            s.put_taint(
+                &[
+                    ("OLD-VALUE-1".into(), l(false)),
+                    ("SECRET-VALUE-2".into(), l(true)),
+                ],
+                100,
+                3,
+                0,
+            )
+            .unwrap();
+            // Seen again as a plain value: stays sensitive, by digest.
+            s.put_taint(&[("SECRET-VALUE-2".into(), l(false))], 200, 3, 0)
+                .unwrap();
+            s.put_taint(
+                &[
+                    ("NEW-VALUE-3".into(), l(false)),
+                    ("NEW-VALUE-4".into(), l(false)),
+                ],
+                300,
+                3,
+                0,
+            )
+            .unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        let got = s.taint_labels(10, 0).unwrap();
+        let values: Vec<Option<&str>> = got.iter().map(|g| g.value.as_deref()).collect();
+        // Bounded to 3: the oldest (seen at 100) is gone; the secret is in
+        // the store by digest only.
+        assert_eq!(values, vec![None, Some("NEW-VALUE-3"), Some("NEW-VALUE-4")]);
+        assert!(got[0].label.sensitive);
+        assert_eq!(got[0].seen, 200);
+        assert_eq!(
+            got[0].digest,
+            portcullis_core::sha256_hex(b"SECRET-VALUE-2")
+        );
+        for file in [path.clone(), dir.path().join("s.sqlite-wal")] {
+            let raw = std::fs::read(&file).unwrap_or_default();
+            assert!(!raw.windows(14).any(|w| w == b"SECRET-VALUE-2"));
+        }
+        // Expiry: only labels seen at or after the cut-off come back, and a
+        // write deletes the expired ones.
+        assert_eq!(s.taint_labels(10, 250).unwrap().len(), 2);
+        s.put_taint(&[], 400, 3, 250).unwrap();
+        assert_eq!(s.taint_labels(10, 0).unwrap().len(), 2);
     }
 
     #[test]
@@ -588,7 +825,8 @@ mod tests {
             })
             .unwrap();
         assert!(s.take_call_approval("a", "t", "args").unwrap().is_none());
-        s.decide(i.id, true, None, false).unwrap();
+        s.decide(i.id, true, None, false, |_| Ok(Value::Null))
+            .unwrap();
         assert!(s.take_call_approval("a", "t", "args").unwrap().is_some());
         assert!(s.take_call_approval("a", "t", "args").unwrap().is_none());
     }

@@ -4,11 +4,14 @@
 //! [`crate::taint`] and [`crate::redirect`]; the state is in [`crate::store`].
 
 use crate::config::{FirstSight, FlowAction, GatewayConfig, NameAction, ParamAction, ToolClass};
-use crate::inspect::{InspectError, Inspector};
+use crate::inspect::{gateway_record, InputDigest, InspectError, Inspector, RecordHeader};
 use crate::pins;
 use crate::store::{self, NewItem, QueueItem, Store, StoreError};
 use crate::taint::{Label, TaintStore};
-use portcullis_core::{Action, Channel, DecisionRecord, Finding, Severity, Span, Status};
+use portcullis_core::{
+    Action, Channel, DecisionRecord, Finding, Severity, Span, StageOutput, Status,
+};
+use portcullis_detect::RecordMeta;
 use serde_json::{json, Value};
 use std::sync::Mutex;
 
@@ -64,6 +67,109 @@ pub mod pin_kind {
     pub const INSTRUCTIONS: &str = "instructions";
 }
 
+/// Keys of the state store's `meta` table.
+pub mod meta {
+    /// The audit log of the gateway that uses the store.
+    pub const AUDIT_LOG: &str = "audit_log";
+    /// Its SQLite index.
+    pub const AUDIT_INDEX: &str = "audit_index";
+}
+
+/// The stage name of a human decision's record.
+pub const STAGE_REVIEW: &str = "review";
+
+/// The decision record of a human decision at review: about the same subject as
+/// the record that held the item (channel, server, tool, input digest, the
+/// configuration it was decided under), with the human's status and action, and
+/// reasons that name the review item, the held record, whether the decision was
+/// remembered, and the note. Built by the shared [`gateway_record`] constructor.
+pub fn review_record(
+    item: &QueueItem,
+    approve: bool,
+    note: Option<&str>,
+    remember: bool,
+) -> DecisionRecord {
+    let held: Option<DecisionRecord> = serde_json::from_value(item.record.clone()).ok();
+    let (channel, config_hash, thresholds, input, tool) = match &held {
+        Some(r) => (
+            r.channel,
+            r.config_hash.clone(),
+            r.thresholds,
+            InputDigest {
+                sha256: r.input_sha256.clone(),
+                len: r.input_len,
+            },
+            r.tool.clone(),
+        ),
+        None => {
+            // An item filed without a record (not by a gateway): the defaults.
+            let c = portcullis_core::Config::default();
+            let channel = match item.kind.as_str() {
+                store::kind::CALL => Channel::ToolArguments,
+                store::kind::RESULT => Channel::ToolResult,
+                _ => Channel::ToolDefinition,
+            };
+            (
+                channel,
+                c.hash_with(""),
+                c.thresholds,
+                InputDigest::of(&item.fingerprint),
+                Some(item.name.clone()),
+            )
+        }
+    };
+    let (status, action, label, score) = if approve {
+        (Status::Allow, Action::Pass, "approved", 0.0)
+    } else {
+        (Status::Block, Action::Deny, "denied", 1.0)
+    };
+    let mut reasons = vec![format!(
+        "review: {label} by a human: review item {} ({} {}/{}), held by record {}",
+        item.id, item.kind, item.server, item.name, item.record_id
+    )];
+    reasons.push(if remember {
+        format!(
+            "review: remembered: allowlist entries written for {}",
+            if item.allow_keys.is_empty() {
+                "nothing (the item has no allowlist keys)".to_string()
+            } else {
+                item.allow_keys.join(", ")
+            }
+        )
+    } else {
+        "review: not remembered (this item only)".to_string()
+    });
+    if let Some(n) = note {
+        reasons.push(format!("review: note: {n}"));
+    }
+    let stage = StageOutput {
+        name: STAGE_REVIEW.into(),
+        score,
+        label: label.into(),
+        findings: Vec::new(),
+        latency_us: 0,
+        evidence: None,
+    };
+    gateway_record(
+        RecordHeader {
+            meta: RecordMeta {
+                id: uuid::Uuid::new_v4().to_string(),
+                position: 0,
+            },
+            config_hash,
+            thresholds,
+        },
+        channel,
+        Some(&item.server),
+        tool.as_deref(),
+        input,
+        vec![stage],
+        score,
+        (status, action),
+        reasons,
+    )
+}
+
 /// Cut a JSON value to a short excerpt for a finding.
 pub fn short(v: Option<&Value>) -> String {
     let s = match v {
@@ -105,6 +211,110 @@ pub struct Structural {
     pub store: Store,
     pub config: GatewayConfig,
     taint: Mutex<TaintStore>,
+    taint_writer: TaintWriter,
+}
+
+/// Persists taint labels on its own thread and connection, a group per
+/// transaction: the in-memory labels enforce at once, the stored ones are for
+/// the next start. Dropping it writes what is still queued.
+#[derive(Debug)]
+struct TaintWriter {
+    tx: Option<std::sync::mpsc::Sender<TaintMsg>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Debug)]
+enum TaintMsg {
+    Labels(Vec<(String, Label)>),
+    /// Answered once everything queued before it is written.
+    Flush(std::sync::mpsc::Sender<()>),
+}
+
+impl TaintWriter {
+    fn start(config: &GatewayConfig) -> Result<TaintWriter, StoreError> {
+        if !config.taint.enabled {
+            return Ok(TaintWriter {
+                tx: None,
+                thread: None,
+            });
+        }
+        let path = config.state_path();
+        let store = Store::open(&path)?;
+        let config = config.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<TaintMsg>();
+        let write = move |group: &[(String, Label)]| {
+            if group.is_empty() {
+                return;
+            }
+            if let Err(e) = store.put_taint(
+                group,
+                crate::taint::now_secs(),
+                config.taint.max_values,
+                taint_cutoff(&config),
+            ) {
+                // The labels still hold in memory for this run.
+                tracing::error!(error = %e, "taint labels not persisted");
+            }
+        };
+        let thread = std::thread::Builder::new()
+            .name("portcullis-taint".into())
+            .spawn(move || {
+                let mut group = Vec::new();
+                while let Ok(first) = rx.recv() {
+                    // Everything queued now shares one transaction.
+                    let mut next = Some(first);
+                    while let Some(msg) = next.take() {
+                        match msg {
+                            TaintMsg::Labels(l) => group.extend(l),
+                            TaintMsg::Flush(ack) => {
+                                write(&std::mem::take(&mut group));
+                                let _ = ack.send(());
+                            }
+                        }
+                        if group.len() < 65_536 {
+                            next = rx.try_recv().ok();
+                        }
+                    }
+                    write(&std::mem::take(&mut group));
+                }
+            })
+            .map_err(|e| StoreError::Io {
+                path,
+                message: format!("start the taint writer: {e}"),
+            })?;
+        Ok(TaintWriter {
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    fn send(&self, labels: Vec<(String, Label)>) {
+        if let Some(tx) = &self.tx {
+            if tx.send(TaintMsg::Labels(labels)).is_err() {
+                tracing::error!("taint writer gone; labels held in memory only");
+            }
+        }
+    }
+
+    /// Block until everything sent so far is in the store.
+    fn flush(&self) {
+        if let Some(tx) = &self.tx {
+            let (ack, done) = std::sync::mpsc::channel();
+            if tx.send(TaintMsg::Flush(ack)).is_ok() {
+                let _ = done.recv();
+            }
+        }
+    }
+}
+
+impl Drop for TaintWriter {
+    fn drop(&mut self) {
+        // Closing the channel ends the writer after it has drained every group.
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// What the metadata controls decided about one tool definition.
@@ -141,10 +351,27 @@ fn stronger(a: FlowAction, b: FlowAction) -> FlowAction {
 }
 
 impl Structural {
-    /// Open the state store; `canaries` (the detector's) and the configured
-    /// secret environment variables are labelled sensitive from the start.
+    /// Open the state store and load the taint labels it keeps (so a value
+    /// read before a restart is still caught); `canaries` (the detector's) and
+    /// the configured secret environment variables are labelled sensitive from
+    /// the start.
     pub fn open(config: &GatewayConfig, canaries: &[String]) -> Result<Structural, StoreError> {
-        let mut taint = TaintStore::new(config.taint.max_values, config.taint.min_len);
+        let store = Store::open(&config.state_path())?;
+        let mut taint = TaintStore::new(config.taint.max_values, config.taint.min_len)
+            .with_ttl(config.taint.ttl_secs);
+        if config.taint.enabled {
+            let kept = store.taint_labels(config.taint.max_values, taint_cutoff(config))?;
+            tracing::debug!(
+                labels = kept.len(),
+                "taint labels loaded from the state store"
+            );
+            for k in kept {
+                match &k.value {
+                    Some(v) => taint.add_seen(v, k.label, k.seen),
+                    None => taint.add_hashed(&k.digest, &k.hint, k.label, k.seen),
+                }
+            }
+        }
         let label = |what: &str| Label {
             server: "config".into(),
             tool: what.into(),
@@ -160,11 +387,27 @@ impl Structural {
                 taint.add(&v, label(var));
             }
         }
+        // `portcullis review` appends its decision records to this gateway's
+        // audit log: the store says where it is.
+        let absolute = |p: &std::path::Path| {
+            std::path::absolute(p)
+                .unwrap_or_else(|_| p.to_path_buf())
+                .display()
+                .to_string()
+        };
+        store.set_meta(meta::AUDIT_LOG, &absolute(&config.audit.log))?;
+        store.set_meta(meta::AUDIT_INDEX, &absolute(&config.audit.index_path()))?;
         Ok(Structural {
-            store: Store::open(&config.state_path())?,
+            store,
             config: config.clone(),
             taint: Mutex::new(taint),
+            taint_writer: TaintWriter::start(config)?,
         })
+    }
+
+    /// Write the taint labels still queued to the state store (at shutdown).
+    pub fn flush_taint(&self) {
+        self.taint_writer.flush();
     }
 
     fn taint(&self) -> std::sync::MutexGuard<'_, TaintStore> {
@@ -615,10 +858,10 @@ impl Structural {
             if !hits.is_empty() {
                 let fp = pins::hash(raw);
                 let hold = red.tool_transfer >= red.hold_at
-                    && !self
+                    && self
                         .store
                         .latest(store::kind::RESULT, server, tool, &fp)?
-                        .is_some_and(|i| i.status == store::APPROVED)
+                        .is_none_or(|i| i.status != store::APPROVED)
                     && !self
                         .store
                         .remembered("allow", store::kind::RESULT, server, tool, &fp)?;
@@ -701,30 +944,46 @@ impl Structural {
                 sensitive: false,
                 source: "result",
             };
-            let mut t = self.taint();
-            t.add_result(shown, &label);
-            if raw == shown {
-                // Nothing was masked (the common case): no token is sensitive.
-                return Ok(Verdict::Pass);
-            }
-            let mut scratch = TaintStore::new(usize::MAX, self.config.taint.min_len);
-            scratch.add_result(shown, &label);
+            let min_len = self.config.taint.min_len;
+            let shown_tokens = crate::taint::tokens(shown, min_len);
             // Tokens of the raw result that did not survive into the forwarded one
             // were masked by the output guard: secrets or PII.
-            let kept: std::collections::HashSet<String> = scratch.values().into_iter().collect();
-            let mut raw_tokens = TaintStore::new(usize::MAX, self.config.taint.min_len);
-            raw_tokens.add_result(raw, &label);
-            for v in raw_tokens.values() {
-                if !kept.contains(&v) {
-                    t.add(
-                        &v,
-                        Label {
-                            sensitive: true,
-                            source: "guard",
-                            ..label.clone()
-                        },
-                    );
+            let kept: std::collections::HashSet<&str> =
+                shown_tokens.iter().map(String::as_str).collect();
+            let masked: Vec<String> = if raw == shown {
+                // Nothing was masked (the common case): no token is sensitive.
+                Vec::new()
+            } else {
+                crate::taint::tokens(raw, min_len)
+                    .into_iter()
+                    .filter(|v| !kept.contains(v.as_str()))
+                    .collect()
+            };
+            let mut labelled: Vec<(String, Label)> = shown_tokens
+                .iter()
+                .map(|v| (v.clone(), label.clone()))
+                .collect();
+            labelled.extend(masked.into_iter().map(|v| {
+                (
+                    v,
+                    Label {
+                        sensitive: true,
+                        source: "guard",
+                        ..label.clone()
+                    },
+                )
+            }));
+            {
+                let mut t = self.taint();
+                for (v, l) in &labelled {
+                    t.add(v, l.clone());
                 }
+            }
+            // Persisted behind the call, so the labels survive a restart
+            // (bounded and expiring like the in-memory ones) without a store
+            // write on the result's path.
+            if !labelled.is_empty() {
+                self.taint_writer.send(labelled);
             }
         }
         Ok(Verdict::Pass)
@@ -904,14 +1163,6 @@ impl Structural {
         })
     }
 
-    /// Whether a held definition's review item has been approved since.
-    pub fn approved(&self, queue_id: i64) -> Result<bool, StoreError> {
-        Ok(self
-            .store
-            .item(queue_id)?
-            .is_some_and(|i| i.status == store::APPROVED))
-    }
-
     /// File an item (or find the pending one) and return the verdict naming it.
     pub fn file(&self, item: NewItem) -> Result<(QueueItem, Verdict), StoreError> {
         let (item, _) = self.store.enqueue(item)?;
@@ -921,6 +1172,14 @@ impl Structural {
             why: item.summary.clone(),
         };
         Ok((item, v))
+    }
+}
+
+/// Labels last seen before this time (Unix seconds) have expired (0: none).
+fn taint_cutoff(config: &GatewayConfig) -> u64 {
+    match config.taint.ttl_secs {
+        0 => 0,
+        ttl => crate::taint::now_secs().saturating_sub(ttl),
     }
 }
 

@@ -5,13 +5,19 @@
 //! Base64, hex or URL-encoding — and the gateway decides by the flow: to another
 //! server, to a sink tool, or back to the same server.
 //!
-//! The store is in memory, per gateway, bounded (oldest values dropped first).
+//! The matching runs on an in-memory store, bounded (oldest values dropped
+//! first) and, with a time to live, expiring. The gateway writes every label
+//! through to the state store ([`crate::store`]) and loads them back at start, so
+//! a value read before a restart is still caught after it. A sensitive value is
+//! persisted by its SHA-256 only (never the secret itself); after a restart it is
+//! found by hashing the tokens of a call's arguments (and of their decoded
+//! forms), so it is caught as a whole token, not inside a longer string.
 
 use crate::config::{TaintConfig, ToolClass};
 use base64::Engine;
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 /// Where a labelled value came from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -37,15 +43,50 @@ pub struct Match {
     pub hint: String,
 }
 
-#[derive(Debug, Default)]
-pub struct TaintStore {
-    order: VecDeque<String>,
-    values: HashMap<String, Label>,
-    max: usize,
-    min_len: usize,
+/// A label and when its value was last seen (Unix seconds).
+#[derive(Debug, Clone)]
+struct Entry {
+    label: Label,
+    seen: u64,
 }
 
-fn hint(v: &str) -> String {
+#[derive(Debug, Default)]
+pub struct TaintStore {
+    /// Keys in insertion order: a value, or [`HASHED`] + digest.
+    order: VecDeque<String>,
+    values: HashMap<String, Entry>,
+    /// Sensitive values known by their SHA-256 only (loaded from the state
+    /// store): digest → label, and the value's hint.
+    hashed: HashMap<String, (Entry, String)>,
+    max: usize,
+    min_len: usize,
+    /// Labels older than this many seconds no longer match (0 = never expire);
+    /// labels from the configuration never expire.
+    ttl_secs: u64,
+}
+
+/// Prefix of the order keys of hashed values.
+const HASHED: &str = "\0sha256:";
+
+/// The current time in Unix seconds.
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// The `source` of a label read back from the state store.
+pub fn source_of(s: &str) -> &'static str {
+    match s {
+        "guard" => "guard",
+        "config" => "config",
+        _ => "result",
+    }
+}
+
+/// The redacted hint of a value that is written to records (never the value).
+pub fn hint(v: &str) -> String {
     let head: String = v.chars().take(4).collect();
     format!("{head}… ({} chars)", v.chars().count())
 }
@@ -60,6 +101,30 @@ fn value_like(t: &str, min_len: usize) -> bool {
     n >= min_len && (digits || n >= 24 || marks)
 }
 
+/// The tokens of a text as results are cut into values (whitespace and
+/// quoting/bracketing punctuation separate; sentence punctuation is trimmed).
+fn split_tokens(s: &str) -> impl Iterator<Item = &str> {
+    s.split(|c: char| c.is_whitespace() || "\"'`,;()[]{}<>|".contains(c))
+        .map(|t| t.trim_matches(|c: char| ".:!?".contains(c)))
+        .filter(|t| !t.is_empty())
+}
+
+/// The value-like tokens of every string of a result, each once, in order.
+pub fn tokens(result: &Value, min_len: usize) -> Vec<String> {
+    let mut strings = Vec::new();
+    collect(result, "$".into(), &mut strings);
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for (_, s) in &strings {
+        for tok in split_tokens(s) {
+            if value_like(tok, min_len) && seen.insert(tok.to_string()) {
+                out.push(tok.to_string());
+            }
+        }
+    }
+    out
+}
+
 impl TaintStore {
     pub fn new(max: usize, min_len: usize) -> TaintStore {
         TaintStore {
@@ -69,11 +134,17 @@ impl TaintStore {
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.values.len()
+    /// Labels older than `ttl_secs` stop matching (0 = never).
+    pub fn with_ttl(mut self, ttl_secs: u64) -> TaintStore {
+        self.ttl_secs = ttl_secs;
+        self
     }
 
-    /// The labelled values, oldest first.
+    pub fn len(&self) -> usize {
+        self.values.len() + self.hashed.len()
+    }
+
+    /// The labelled values known in clear, oldest first.
     pub fn values(&self) -> Vec<String> {
         self.order
             .iter()
@@ -83,53 +154,93 @@ impl TaintStore {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.values.is_empty() && self.hashed.is_empty()
     }
 
-    /// Label one value (a later label of the same value replaces the earlier one
-    /// unless the earlier is sensitive).
+    fn fresh(&self, e: &Entry, now: u64) -> bool {
+        self.ttl_secs == 0
+            || e.label.source == "config"
+            || now.saturating_sub(e.seen) <= self.ttl_secs
+    }
+
+    /// Label one value, seen now (a later label of the same value replaces the
+    /// earlier one unless the earlier is sensitive).
     pub fn add(&mut self, value: &str, label: Label) {
+        self.add_seen(value, label, now_secs());
+    }
+
+    /// Label one value last seen at `seen` (Unix seconds).
+    pub fn add_seen(&mut self, value: &str, label: Label, seen: u64) {
         if value.chars().count() < self.min_len {
             return;
         }
-        if let Some(old) = self.values.get(value) {
-            if old.sensitive && !label.sensitive {
+        if let Some(old) = self.values.get_mut(value) {
+            if old.label.sensitive && !label.sensitive {
+                old.seen = old.seen.max(seen);
                 return;
             }
         } else {
             self.order.push_back(value.to_string());
         }
-        self.values.insert(value.to_string(), label);
-        while self.values.len() > self.max {
-            match self.order.pop_front() {
-                Some(v) => {
-                    self.values.remove(&v);
+        self.values.insert(value.to_string(), Entry { label, seen });
+        self.trim();
+    }
+
+    /// Label a sensitive value known only by its SHA-256 (hex) and its hint.
+    pub fn add_hashed(&mut self, digest: &str, hint: &str, label: Label, seen: u64) {
+        let key = format!("{HASHED}{digest}");
+        if !self.hashed.contains_key(digest) {
+            self.order.push_back(key);
+        }
+        self.hashed.insert(
+            digest.to_string(),
+            (Entry { label, seen }, hint.to_string()),
+        );
+        self.trim();
+    }
+
+    /// Drop the oldest labels beyond `max`; labels of configured secrets are
+    /// kept (moved to the back) however old.
+    fn trim(&mut self) {
+        let mut turns = self.order.len();
+        while self.len() > self.max && turns > 0 {
+            turns -= 1;
+            let Some(k) = self.order.pop_front() else {
+                break;
+            };
+            match k.strip_prefix(HASHED) {
+                Some(d) => {
+                    self.hashed.remove(d);
                 }
-                None => break,
+                None => {
+                    if self
+                        .values
+                        .get(&k)
+                        .is_some_and(|e| e.label.source == "config")
+                    {
+                        self.order.push_back(k);
+                        continue;
+                    }
+                    self.values.remove(&k);
+                }
             }
         }
     }
 
     /// Label the value-like tokens of every string of a result.
     pub fn add_result(&mut self, result: &Value, label: &Label) {
-        let mut strings = Vec::new();
-        collect(result, "$".into(), &mut strings);
-        for (_, s) in strings {
-            for tok in s.split(|c: char| c.is_whitespace() || "\"'`,;()[]{}<>|".contains(c)) {
-                let tok = tok.trim_matches(|c: char| ".:!?".contains(c));
-                if value_like(tok, self.min_len) {
-                    self.add(tok, label.clone());
-                }
-            }
+        for tok in tokens(result, self.min_len) {
+            self.add(&tok, label.clone());
         }
     }
 
     /// Labelled values in a call's arguments.
     pub fn matches(&self, args: &Value) -> Vec<Match> {
         let mut out = Vec::new();
-        if self.values.is_empty() {
+        if self.is_empty() {
             return out;
         }
+        let now = now_secs();
         let mut strings = Vec::new();
         collect(args, "$".into(), &mut strings);
         for (path, s) in strings {
@@ -156,7 +267,10 @@ impl TaintStore {
                     views.push(("hex", String::from_utf8_lossy(&bytes).into_owned()));
                 }
             }
-            for (value, label) in &self.values {
+            for (value, e) in &self.values {
+                if !self.fresh(e, now) {
+                    continue;
+                }
                 for (how, view) in &views {
                     if view.contains(value.as_str()) {
                         let how = if *how == "substring" && view == value {
@@ -165,12 +279,38 @@ impl TaintStore {
                             how
                         };
                         out.push(Match {
-                            label: label.clone(),
+                            label: e.label.clone(),
                             arg_path: path.clone(),
                             how,
                             hint: hint(value),
                         });
                         break;
+                    }
+                }
+            }
+            if !self.hashed.is_empty() {
+                let mut found = HashSet::new();
+                for (how, view) in &views {
+                    let whole = std::iter::once(view.as_str());
+                    for tok in whole.chain(split_tokens(view)) {
+                        let digest = portcullis_core::sha256_hex(tok.as_bytes());
+                        let Some((e, h)) = self.hashed.get(&digest) else {
+                            continue;
+                        };
+                        if !self.fresh(e, now) || !found.insert(digest.clone()) {
+                            continue;
+                        }
+                        let how = if *how == "substring" && tok == view.as_str() {
+                            "exact"
+                        } else {
+                            how
+                        };
+                        out.push(Match {
+                            label: e.label.clone(),
+                            arg_path: path.clone(),
+                            how,
+                            hint: h.clone(),
+                        });
                     }
                 }
             }
@@ -322,6 +462,54 @@ mod tests {
         assert_eq!(t.len(), 2);
         assert!(t.matches(&json!("AAAA11111")).is_empty());
         assert_eq!(t.matches(&json!("CCCC33333")).len(), 1);
+    }
+
+    #[test]
+    fn hashed_sensitive_values_match_as_tokens_and_old_labels_expire() {
+        let mut t = TaintStore::new(10, 8);
+        let secret = "wJ7rXq2VnT9bLm4KpZs8";
+        let sensitive = Label {
+            sensitive: true,
+            source: "guard",
+            ..label("alpha")
+        };
+        t.add_hashed(
+            &portcullis_core::sha256_hex(secret.as_bytes()),
+            &hint(secret),
+            sensitive,
+            now_secs(),
+        );
+        assert_eq!(t.values().len(), 0, "nothing held in clear");
+        let b64 = base64::engine::general_purpose::STANDARD.encode(secret);
+        for (args, how) in [
+            (json!({"a": secret}), "exact"),
+            (json!({"a": format!("the key: {secret}, ok")}), "substring"),
+            (json!({"a": b64}), "base64"),
+        ] {
+            let m = t.matches(&args);
+            assert_eq!(m.len(), 1, "{args}: {m:?}");
+            assert_eq!(m[0].how, how);
+            assert!(m[0].label.sensitive);
+            assert!(!m[0].hint.contains(secret));
+        }
+        assert!(t.matches(&json!({"a": "nothing"})).is_empty());
+
+        let mut t = TaintStore::new(10, 8).with_ttl(60);
+        t.add_seen("OLDVALUE123", label("a"), now_secs() - 3600);
+        t.add("NEWVALUE123", label("a"));
+        assert!(t.matches(&json!("OLDVALUE123")).is_empty(), "expired");
+        assert_eq!(t.matches(&json!("NEWVALUE123")).len(), 1);
+        let config = Label {
+            source: "config",
+            sensitive: true,
+            ..label("config")
+        };
+        t.add_seen("CANARY-0000-1111", config, 0);
+        assert_eq!(
+            t.matches(&json!("CANARY-0000-1111")).len(),
+            1,
+            "config labels never expire"
+        );
     }
 
     #[test]

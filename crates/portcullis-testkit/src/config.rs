@@ -70,10 +70,13 @@ pub enum Poison {
     Elicitation,
     Rugpull,
     Secret,
+    /// MSB's over-privileged parameter (OP): a tool whose schema asks for the
+    /// model's name (`llm_model_name`) and, nested, the conversation history.
+    Params,
 }
 
 impl Poison {
-    pub const ALL: [Poison; 12] = [
+    pub const ALL: [Poison; 13] = [
         Poison::Instructions,
         Poison::Description,
         Poison::Schema,
@@ -86,8 +89,9 @@ impl Poison {
         Poison::Elicitation,
         Poison::Rugpull,
         Poison::Secret,
+        Poison::Params,
     ];
-    pub const NAMES: [&'static str; 12] = [
+    pub const NAMES: [&'static str; 13] = [
         "instructions",
         "description",
         "schema",
@@ -100,6 +104,7 @@ impl Poison {
         "elicitation",
         "rugpull",
         "secret",
+        "params",
     ];
 
     pub fn name(self) -> &'static str {
@@ -210,8 +215,8 @@ mod tests {
             two.into_iter().collect::<Vec<_>>(),
             vec![Poison::Schema, Poison::Rugpull]
         );
-        assert_eq!(Poison::parse_list("all").expect("all").len(), 12);
-        assert_eq!(Poison::parse_list("").expect("empty").len(), 12);
+        assert_eq!(Poison::parse_list("all").expect("all").len(), 13);
+        assert_eq!(Poison::parse_list("").expect("empty").len(), 13);
         assert_eq!(
             Poison::parse_list("result,nope"),
             Err(ConfigError::UnknownPoison("nope".into()))

@@ -104,7 +104,7 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    rt.block_on(async move {
+    let outcome = rt.block_on(async move {
         let gw = Gateway::start(cfg.clone(), detector)
             .await
             .context("starting the gateway")?;
@@ -127,17 +127,43 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
             let gw2 = gw.clone();
             let ct2 = ct.clone();
             tasks.spawn(async move {
-                let r = serve::serve_stdio(gw2).await.map_err(anyhow::Error::from);
+                let r = tokio::select! {
+                    r = serve::serve_stdio(gw2) => r.map_err(anyhow::Error::from),
+                    // A signal or a failed listener ends the stdio session too.
+                    _ = ct2.cancelled() => Ok(()),
+                };
                 // The stdio client hung up: the gateway's job is done.
                 ct2.cancel();
                 r
             });
         }
-        let ctrl_c = ct.clone();
+        // Ctrl-C and SIGTERM (how clients stop their servers) end the gateway
+        // cleanly: upstreams closed, queued state written.
+        let stop = ct.clone();
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                ctrl_c.cancel();
+            // A signal that cannot be watched is no reason to stop.
+            let ctrl_c = async {
+                if tokio::signal::ctrl_c().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            #[cfg(unix)]
+            let term = async {
+                use tokio::signal::unix::{signal, SignalKind};
+                match signal(SignalKind::terminate()) {
+                    Ok(mut term) => {
+                        term.recv().await;
+                    }
+                    Err(_) => std::future::pending::<()>().await,
+                }
+            };
+            #[cfg(not(unix))]
+            let term = std::future::pending::<()>();
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term => {}
             }
+            stop.cancel();
         });
         let mut result = Ok(());
         while let Some(done) = tasks.join_next().await {
@@ -155,5 +181,9 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
         }
         gw.shutdown().await;
         result.map(|_| ExitCode::SUCCESS)
-    })
+    });
+    // A blocking read of stdin (when it is not a pipe) never returns on its own:
+    // do not wait for it once the gateway has shut down.
+    rt.shutdown_timeout(std::time::Duration::from_secs(2));
+    outcome
 }

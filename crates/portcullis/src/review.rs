@@ -1,14 +1,17 @@
 //! `portcullis review`: the human review queue of the gateway (list, show,
 //! approve, deny). Decisions are written to the gateway's state store, where a
-//! running gateway reads them on its next check, each with its decision record
-//! (kept with the item; `review show --json` prints it).
+//! running gateway reads them on its next check. Each decision is a decision
+//! record too, appended to the gateway's audit log (JSONL and its SQLite index)
+//! before the decision is committed, and kept with the item (`review show --json`
+//! prints it).
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use portcullis_core::{Action, DecisionRecord, Status};
+use portcullis_core::{Config, EgressConfig};
 use portcullis_mcp::config::GatewayConfig;
 use portcullis_mcp::store::{QueueItem, Store};
-use portcullis_mcp::AuditConfig;
+use portcullis_mcp::structural::{meta, review_record};
+use portcullis_mcp::{AuditConfig, AuditLog};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,9 +24,10 @@ pub struct ReviewArgs {
     /// The state store itself (overrides --config).
     #[arg(long, value_name = "FILE", global = true)]
     pub state: Option<PathBuf>,
-    /// The audit log whose state store to use (`<log>.state.sqlite`) when neither
-    /// --state nor --config is given. Default: $PORTCULLIS_AUDIT_LOG or
-    /// ~/.local/state/portcullis/audit.jsonl.
+    /// The audit log decisions are recorded in (default: the one the gateway
+    /// that uses the state store writes), and whose state store to use
+    /// (`<log>.state.sqlite`) when neither --state nor --config is given.
+    /// Default: $PORTCULLIS_AUDIT_LOG or ~/.local/state/portcullis/audit.jsonl.
     #[arg(long, value_name = "FILE", global = true)]
     pub audit_log: Option<PathBuf>,
     #[command(subcommand)]
@@ -65,14 +69,12 @@ pub struct Decide {
     pub remember: bool,
 }
 
-fn audit_config(args: &ReviewArgs, gw: Option<&GatewayConfig>) -> AuditConfig {
+/// The audit log named on the command line or by the gateway configuration.
+fn explicit_audit(args: &ReviewArgs, gw: Option<&GatewayConfig>) -> Option<AuditConfig> {
     if let Some(log) = &args.audit_log {
-        return AuditConfig::at(log);
+        return Some(AuditConfig::at(log));
     }
-    if let Some(g) = gw {
-        return g.audit.clone();
-    }
-    AuditConfig::at(crate::proxy::default_audit_log())
+    gw.map(|g| g.audit.clone())
 }
 
 pub fn run(args: ReviewArgs) -> Result<ExitCode> {
@@ -83,12 +85,16 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
         ),
         None => None,
     };
-    let audit = audit_config(&args, gw.as_ref());
+    let explicit = explicit_audit(&args, gw.as_ref());
     let state = match (&args.state, &gw) {
         (Some(s), _) => s.clone(),
         (None, Some(g)) => g.state_path(),
         (None, None) => {
-            let mut p = audit.log.clone().into_os_string();
+            let log = explicit
+                .as_ref()
+                .map(|a| a.log.clone())
+                .unwrap_or_else(crate::proxy::default_audit_log);
+            let mut p = log.into_os_string();
             p.push(".state.sqlite");
             PathBuf::from(p)
         }
@@ -134,46 +140,83 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        ReviewCommand::Approve(d) => decide(&store, d, true),
-        ReviewCommand::Deny(d) => decide(&store, d, false),
+        ReviewCommand::Approve(d) => {
+            let audit = decision_log(&store, explicit, args.state.is_some())?;
+            decide(&store, &audit, &egress(gw.as_ref())?, d, true)
+        }
+        ReviewCommand::Deny(d) => {
+            let audit = decision_log(&store, explicit, args.state.is_some())?;
+            decide(&store, &audit, &egress(gw.as_ref())?, d, false)
+        }
     }
 }
 
-fn decide(store: &Store, d: Decide, approve: bool) -> Result<ExitCode> {
-    let item = store.decide(d.id, approve, d.note.as_deref(), d.remember)?;
-    // The decision is a decision record too: the held item's record with the
-    // human's status, action and reasons.
-    if let Ok(mut rec) = serde_json::from_value::<DecisionRecord>(item.record.clone()) {
-        rec.id = uuid::Uuid::new_v4().to_string();
-        rec.time = portcullis_core::now_rfc3339();
-        rec.position = 0;
-        rec.status = if approve {
-            Status::Allow
-        } else {
-            Status::Block
-        };
-        rec.action = if approve { Action::Pass } else { Action::Deny };
-        rec.reasons = vec![format!(
-            "review: {} by a human (review item {}, held by record {}){}{}",
-            item.status,
-            item.id,
-            item.record_id,
-            if d.remember { "; remembered" } else { "" },
-            d.note
-                .as_deref()
-                .map(|n| format!("; note: {n}"))
-                .unwrap_or_default()
-        )];
-        // Kept in the state store with the item: a second process appending to
-        // the gateway's audit log would break its index offsets.
-        store.set_decision_record(item.id, &serde_json::to_value(&rec)?)?;
-        println!(
-            "review item {} {} (decision record {})",
-            item.id, item.status, rec.id
-        );
-    } else {
-        println!("review item {} {}", item.id, item.status);
+/// Where the decision records go: the log given (`--audit-log`, `--config`),
+/// else the log of the gateway that uses this state store (it says so in the
+/// store), else, when the store was found from the default log, that log.
+fn decision_log(
+    store: &Store,
+    explicit: Option<AuditConfig>,
+    state_given: bool,
+) -> Result<AuditConfig> {
+    if let Some(a) = explicit {
+        return Ok(a);
     }
+    if let Some(log) = store.meta(meta::AUDIT_LOG)? {
+        let mut a = AuditConfig::at(log);
+        a.index = store.meta(meta::AUDIT_INDEX)?.map(PathBuf::from);
+        return Ok(a);
+    }
+    if !state_given {
+        return Ok(AuditConfig::at(crate::proxy::default_audit_log()));
+    }
+    bail!(
+        "the state store {} does not name its gateway's audit log, where the decision \
+         record must go: give --audit-log FILE or --config gateway.toml",
+        store.path().display()
+    )
+}
+
+/// The egress settings used to redact the records (the gateway's detector
+/// configuration when --config names one).
+fn egress(gw: Option<&GatewayConfig>) -> Result<EgressConfig> {
+    match gw.and_then(|g| g.detector.as_ref()) {
+        Some(p) => Ok(Config::load(p)
+            .with_context(|| format!("loading detector configuration {}", p.display()))?
+            .egress),
+        None => Ok(Config::default().egress),
+    }
+}
+
+fn decide(
+    store: &Store,
+    audit: &AuditConfig,
+    egress: &EgressConfig,
+    d: Decide,
+    approve: bool,
+) -> Result<ExitCode> {
+    let log = AuditLog::open(audit.clone(), egress)
+        .with_context(|| format!("opening the audit log {}", audit.log.display()))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .context("starting the async runtime")?;
+    let mut record_id = String::new();
+    // The record is appended (durably) inside the store's transaction: the
+    // decision is committed only once its record is in the log.
+    let item = store.decide(d.id, approve, d.note.as_deref(), d.remember, |item| {
+        let rec = review_record(item, approve, d.note.as_deref(), d.remember);
+        rt.block_on(log.append(vec![rec.clone()]))
+            .map_err(|e| e.to_string())?;
+        record_id = rec.id.clone();
+        serde_json::to_value(&rec).map_err(|e| e.to_string())
+    })?;
+    drop(log);
+    println!(
+        "review item {} {} (decision record {record_id} in {})",
+        item.id,
+        item.status,
+        audit.log.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -4,169 +4,25 @@
 //! server is poisoned in turn; the tests check what reaches the client and what the
 //! audit log holds.
 
-// Sampling is deprecated by SEP-2577, but clients and servers still use it.
-#![allow(deprecated)]
+mod support;
 
 use portcullis_mcp::audit::{find_record, AuditConfig};
 use portcullis_testkit::injections as inj;
-use portcullis_testkit::interop::testserver_bin;
-use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ClientResult, CreateMessageResult,
-    ErrorData as McpError, Implementation, ReadResourceRequestParams, ServerNotification,
-    ServerRequest,
-};
-use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService, Service};
-use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::ServiceExt;
-use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+use serde_json::json;
 use std::time::Duration;
+use support::{record_id_in, records, testserver, text_of, StdioProxy};
 
-/// A client that answers sampling with a fixed reply and records what it got.
-#[derive(Clone, Default)]
-struct Recorder {
-    sampling: Arc<Mutex<Vec<Value>>>,
-    notifications: Arc<Mutex<Vec<String>>>,
-}
-
-impl Service<RoleClient> for Recorder {
-    async fn handle_request(
-        &self,
-        request: ServerRequest,
-        _ctx: RequestContext<RoleClient>,
-    ) -> Result<ClientResult, McpError> {
-        self.sampling
-            .lock()
-            .unwrap()
-            .push(serde_json::to_value(&request).unwrap());
-        match request {
-            ServerRequest::CreateMessageRequest(_) => {
-                let r: CreateMessageResult = serde_json::from_value(json!({
-                    "role": "assistant",
-                    "content": {"type": "text", "text": "a fixed sampling reply"},
-                    "model": "test-model"
-                }))
-                .unwrap();
-                Ok(ClientResult::CreateMessageResult(Box::new(r)))
-            }
-            _ => Err(McpError::invalid_request(
-                "not supported by the test client",
-                None,
-            )),
-        }
-    }
-
-    async fn handle_notification(
-        &self,
-        n: ServerNotification,
-        _ctx: NotificationContext<RoleClient>,
-    ) -> Result<(), McpError> {
-        let v = serde_json::to_value(&n).unwrap();
-        self.notifications
-            .lock()
-            .unwrap()
-            .push(v["method"].as_str().unwrap_or_default().to_string());
-        Ok(())
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        let mut caps = ClientCapabilities::default();
-        caps.sampling = Some(Default::default());
-        ClientConfig::new(caps, Implementation::new("gateway-test", "1"))
-    }
-}
-
-struct Proxy {
-    client: RunningService<RoleClient, Recorder>,
-    recorder: Recorder,
-    audit: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-fn server() -> String {
-    testserver_bin()
-        .expect("the test server is built by `cargo test --workspace`")
-        .display()
-        .to_string()
-}
+type Proxy = StdioProxy;
 
 /// `portcullis proxy --audit-log … -- portcullis-testserver ARGS` over stdio.
 async fn proxy(server_args: &[&str]) -> Proxy {
     let dir = tempfile::tempdir().unwrap();
-    let audit = dir.path().join("audit.jsonl");
-    let mut args = vec![
-        "--audit-log".to_string(),
-        audit.display().to_string(),
-        "--".to_string(),
-        server(),
-    ];
+    let mut args = vec!["--".to_string(), testserver()];
     args.extend(server_args.iter().map(|s| s.to_string()));
-    proxy_with(&args, dir, audit).await
-}
-
-/// `portcullis proxy ARGS` over stdio, with an rmcp client in front.
-async fn proxy_with(args: &[String], dir: tempfile::TempDir, audit: PathBuf) -> Proxy {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_portcullis"));
-    cmd.arg("proxy")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().expect("spawn portcullis proxy");
-    let transport =
-        AsyncRwTransport::new_client(child.stdout.take().unwrap(), child.stdin.take().unwrap());
-    tokio::spawn(async move {
-        let _ = child.wait().await;
-    });
-    let recorder = Recorder::default();
-    let client = recorder
-        .clone()
-        .serve(transport)
-        .await
-        .expect("initialize through the gateway");
-    Proxy {
-        client,
-        recorder,
-        audit,
-        _dir: dir,
-    }
-}
-
-fn records(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("every log line is JSON"))
-        .collect()
-}
-
-fn record_id_in(text: &str) -> String {
-    let start = text.find("(record ").expect("names its record") + 8;
-    text[start..start + 36].to_string()
-}
-
-async fn call(p: &Proxy, tool: &str, args: Value) -> Result<Value, McpError> {
-    let mut params = CallToolRequestParams::new(tool.to_string());
-    params.arguments = args.as_object().cloned();
-    p.client
-        .peer()
-        .call_tool(params)
-        .await
-        .map(|r| serde_json::to_value(r).unwrap())
-        .map_err(|e| match e {
-            rmcp::service::ServiceError::McpError(e) => e,
-            other => McpError::internal_error(other.to_string(), None),
-        })
-}
-
-fn text_of(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
+    let mut p = StdioProxy::with_audit_in(dir.path(), &args).await;
+    p.dir = Some(dir);
+    p
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -206,7 +62,8 @@ async fn poisoned_metadata_never_reaches_the_client() {
         );
     }
     // A withheld tool cannot be called by name.
-    let err = call(&p, "weather_lookup", json!({"city": "Oslo"}))
+    let err = p
+        .call("weather_lookup", json!({"city": "Oslo"}))
         .await
         .expect_err("a withheld tool is refused");
     assert_eq!(err.code.0, -32050, "{err:?}");
@@ -224,7 +81,8 @@ async fn poisoned_metadata_never_reaches_the_client() {
     assert_eq!(rec.tool.as_deref(), Some("weather_lookup"));
     assert_ne!(rec.status, portcullis_core::Status::Allow);
     // Benign calls pass unchanged.
-    let r = call(&p, "echo", json!({"text": "hello there"}))
+    let r = p
+        .call("echo", json!({"text": "hello there"}))
         .await
         .unwrap();
     assert_eq!(text_of(&r), "hello there");
@@ -235,7 +93,8 @@ async fn poisoned_results_resources_and_prompts_are_withheld_with_their_record()
     let p = proxy(&["--profile", "attack"]).await;
     p.client.peer().list_all_tools().await.unwrap();
     // A result-borne injection: a well-formed error result naming the record.
-    let r = call(&p, "fetch_page", json!({"url": "https://example.com"}))
+    let r = p
+        .call("fetch_page", json!({"url": "https://example.com"}))
         .await
         .unwrap();
     assert_eq!(r["isError"], true);
@@ -247,7 +106,7 @@ async fn poisoned_results_resources_and_prompts_are_withheld_with_their_record()
         .unwrap();
     assert_eq!(rec.channel, portcullis_core::Channel::ToolResult);
     // Fake error text.
-    let r = call(&p, "deploy", json!({"env": "prod"})).await.unwrap();
+    let r = p.call("deploy", json!({"env": "prod"})).await.unwrap();
     assert!(text_of(&r).starts_with("portcullis:"), "{r}");
     // A poisoned resource is refused with a JSON-RPC error naming the record.
     let err = p
@@ -272,7 +131,9 @@ async fn sampling_injection_is_stopped_and_secrets_are_masked() {
     p.client.peer().list_all_tools().await.unwrap();
     // The server asks the client's model to sample an injected message: the
     // gateway withholds the request, the client never sees it.
-    let r = call(&p, "smart_summary", json!({"text": "quarterly notes"})).await;
+    let r = p
+        .call("smart_summary", json!({"text": "quarterly notes"}))
+        .await;
     assert!(
         p.recorder.sampling.lock().unwrap().is_empty(),
         "the injected sampling request reached the client"
@@ -283,7 +144,7 @@ async fn sampling_injection_is_stopped_and_secrets_are_masked() {
     };
     assert!(!shown.contains(inj::SAMPLING), "{shown}");
     // Secrets in a result are masked before forwarding.
-    let r = call(&p, "read_config", json!({})).await.unwrap();
+    let r = p.call("read_config", json!({})).await.unwrap();
     let text = text_of(&r);
     assert!(!text.contains(inj::FAKE_AWS_KEY_ID), "{text}");
     assert!(text.contains("region = eu-west-1"), "{text}");
@@ -302,7 +163,7 @@ async fn a_rug_pull_after_the_first_call_is_caught_on_re_list() {
     let p = proxy(&["--profile", "attack", "--poison", "rugpull"]).await;
     let before = p.client.peer().list_all_tools().await.unwrap();
     assert!(before.iter().any(|t| t.name == "daily_quote"));
-    call(&p, "daily_quote", json!({})).await.unwrap();
+    p.call("daily_quote", json!({})).await.unwrap();
     // The server sends tools/list_changed; the gateway re-lists through the same
     // inspection and then tells the client.
     let mut changed = false;
@@ -325,9 +186,7 @@ async fn a_rug_pull_after_the_first_call_is_caught_on_re_list() {
         !after.iter().any(|t| t.name == "daily_quote"),
         "the changed definition was forwarded"
     );
-    let err = call(&p, "daily_quote", json!({}))
-        .await
-        .expect_err("refused");
+    let err = p.call("daily_quote", json!({})).await.expect_err("refused");
     assert_eq!(err.code.0, -32050);
 }
 
@@ -350,46 +209,46 @@ command = {server:?}
 args = ["--profile", "benign", "--faults"]
 max_restarts = 2
 "#,
-            server = server()
+            server = testserver()
         ),
     )
     .unwrap();
     let audit = dir.path().join("audit.jsonl");
-    let p = proxy_with(&["--config".into(), cfg.display().to_string()], dir, audit).await;
+    let state = dir.path().join("audit.jsonl.state.sqlite");
+    let p = StdioProxy::start(
+        &["--config".into(), cfg.display().to_string()],
+        &audit,
+        &state,
+        Some(dir),
+    )
+    .await;
     p.client.peer().list_all_tools().await.unwrap();
     // Garbage on the server's stdout: the gateway keeps serving.
-    let r = call(&p, "garbage", json!({})).await.unwrap();
+    let r = p.call("garbage", json!({})).await.unwrap();
     assert!(text_of(&r).contains("garbage line"), "{r}");
     // A result over max_message_bytes: a clear error, then business as usual.
-    let err = call(&p, "big", json!({"mib": 10}))
+    let err = p
+        .call("big", json!({"mib": 10}))
         .await
         .expect_err("too big");
     assert!(err.message.contains("max_message_bytes"), "{err:?}");
     assert_eq!(
-        text_of(
-            &call(&p, "echo", json!({"text": "after big"}))
-                .await
-                .unwrap()
-        ),
+        text_of(&p.call("echo", json!({"text": "after big"})).await.unwrap()),
         "after big"
     );
     // An upstream that never answers: a timeout error, the gateway keeps serving.
-    let err = call(&p, "hang", json!({})).await.expect_err("times out");
+    let err = p.call("hang", json!({})).await.expect_err("times out");
     assert!(err.message.contains("did not answer"), "{err:?}");
     assert_eq!(
-        text_of(
-            &call(&p, "echo", json!({"text": "after hang"}))
-                .await
-                .unwrap()
-        ),
+        text_of(&p.call("echo", json!({"text": "after hang"})).await.unwrap()),
         "after hang"
     );
     // The upstream dies mid-call: an error, then the child is restarted.
-    let err = call(&p, "crash", json!({})).await.expect_err("crashed");
+    let err = p.call("crash", json!({})).await.expect_err("crashed");
     assert!(!err.message.is_empty());
     let mut revived = false;
     for _ in 0..20 {
-        if let Ok(r) = call(&p, "echo", json!({"text": "after crash"})).await {
+        if let Ok(r) = p.call("echo", json!({"text": "after crash"})).await {
             assert_eq!(text_of(&r), "after crash");
             revived = true;
             break;
@@ -412,7 +271,7 @@ async fn progress_and_cancellation_pass_through() {
     p.client.peer().list_all_tools().await.unwrap();
     // rmcp's client sends a progress token with every request; the upstream's
     // progress comes back to the client under that token.
-    let r = call(&p, "slow", json!({"ms": 250})).await.unwrap();
+    let r = p.call("slow", json!({"ms": 250})).await.unwrap();
     assert_eq!(text_of(&r), "slept 250 ms");
     let progress = p
         .recorder
@@ -446,11 +305,7 @@ async fn progress_and_cancellation_pass_through() {
     assert_eq!(slow_results, 1, "the cancelled call's result was inspected");
     // The session is still usable.
     assert_eq!(
-        text_of(
-            &call(&p, "echo", json!({"text": "still here"}))
-                .await
-                .unwrap()
-        ),
+        text_of(&p.call("echo", json!({"text": "still here"})).await.unwrap()),
         "still here"
     );
 }

@@ -1,172 +1,98 @@
 //! The structural controls (issue 7) with real parts: the `portcullis proxy`
 //! binary, the project's test server behind it, an rmcp client in front, the
-//! `portcullis review` command against the same SQLite state file.
+//! `portcullis review` command against the same SQLite state file and audit log.
 
-use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ErrorData as McpError, Implementation,
-    ServerNotification,
-};
-use rmcp::service::{NotificationContext, RoleClient, RunningService, Service};
-use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::ServiceExt;
+mod support;
+
+use portcullis_mcp::audit::{find_record, AuditConfig};
+use rmcp::model::{ErrorData as McpError, ReadResourceRequestParams};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::path::Path;
 use std::time::Duration;
+use support::{records, testserver, text_of, StdioProxy};
 
-#[derive(Clone, Default)]
-struct Client {
-    notifications: Arc<Mutex<Vec<String>>>,
-}
+type Proxy = StdioProxy;
 
-impl Service<RoleClient> for Client {
-    async fn handle_request(
-        &self,
-        _request: rmcp::model::ServerRequest,
-        _ctx: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ClientResult, McpError> {
-        Err(McpError::invalid_request("not supported", None))
-    }
-
-    async fn handle_notification(
-        &self,
-        n: ServerNotification,
-        _ctx: NotificationContext<RoleClient>,
-    ) -> Result<(), McpError> {
-        let v = serde_json::to_value(&n).unwrap();
-        self.notifications
-            .lock()
-            .unwrap()
-            .push(v["method"].as_str().unwrap_or_default().to_string());
-        Ok(())
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("structural-test", "1"),
-        )
-    }
-}
-
-struct Proxy {
-    client: RunningService<RoleClient, Client>,
-    recorder: Client,
-    audit: PathBuf,
-    state: PathBuf,
-}
-
-fn server() -> String {
-    portcullis_testkit::interop::testserver_bin()
-        .expect("the test server is built by `cargo test --workspace`")
-        .display()
-        .to_string()
-}
-
-/// `portcullis proxy ARGS` over stdio, with a client in front.
-async fn start(args: &[String], audit: &Path, state: &Path) -> Proxy {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_portcullis"))
-        .arg("proxy")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn portcullis proxy");
-    let transport =
-        AsyncRwTransport::new_client(child.stdout.take().unwrap(), child.stdin.take().unwrap());
-    tokio::spawn(async move {
-        let _ = child.wait().await;
-    });
-    let recorder = Client::default();
-    let client = recorder
-        .clone()
-        .serve(transport)
-        .await
-        .expect("initialize through the gateway");
-    Proxy {
-        client,
-        recorder,
-        audit: audit.to_path_buf(),
-        state: state.to_path_buf(),
-    }
-}
-
-/// One test server behind the gateway; state beside the audit log.
+/// One test server behind the gateway (`-- SERVER ARGS`); state beside the audit log.
 async fn single(dir: &Path, server_args: &[&str]) -> Proxy {
-    let audit = dir.join("audit.jsonl");
-    let state = dir.join("audit.jsonl.state.sqlite");
-    let mut args = vec![
-        "--audit-log".to_string(),
-        audit.display().to_string(),
-        "--".to_string(),
-        server(),
-    ];
+    let mut args = vec!["--".to_string(), testserver()];
     args.extend(server_args.iter().map(|s| s.to_string()));
-    start(&args, &audit, &state).await
+    StdioProxy::with_audit_in(dir, &args).await
+}
+
+/// One test server (`kit`, not namespaced) behind a gateway configured by
+/// `extra` (TOML keys and tables); `detector`, if given, is the detector
+/// configuration. State beside the audit log.
+async fn configured(
+    dir: &Path,
+    server_args: &[&str],
+    extra: &str,
+    detector: Option<&str>,
+) -> Proxy {
+    let cfg = dir.join("gateway.toml");
+    let det = match detector {
+        Some(text) => {
+            std::fs::write(dir.join("detector.toml"), text).unwrap();
+            "detector = \"detector.toml\"\n"
+        }
+        None => "",
+    };
+    std::fs::write(
+        &cfg,
+        format!(
+            "stdio = true\n{det}{extra}\n[audit]\nlog = \"audit.jsonl\"\n\
+             [[server]]\nname = \"kit\"\ncommand = {s:?}\nargs = [{a}]\n",
+            s = testserver(),
+            a = quoted(server_args),
+        ),
+    )
+    .unwrap();
+    StdioProxy::start(
+        &["--config".into(), cfg.display().to_string()],
+        &dir.join("audit.jsonl"),
+        &dir.join("audit.jsonl.state.sqlite"),
+        None,
+    )
+    .await
+}
+
+fn quoted(a: &[&str]) -> String {
+    a.iter()
+        .map(|s| format!("{s:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Two test servers (`alpha`, `beta`) behind one gateway configured by `extra`.
 async fn pair(dir: &Path, alpha: &[&str], beta: &[&str], extra: &str) -> Proxy {
     let cfg = dir.join("gateway.toml");
-    let list = |a: &[&str]| {
-        a.iter()
-            .map(|s| format!("{s:?}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     std::fs::write(
         &cfg,
         format!(
             "stdio = true\n{extra}\n[audit]\nlog = \"audit.jsonl\"\n[state]\npath = \"state.sqlite\"\n\
              [[server]]\nname = \"alpha\"\ncommand = {s:?}\nargs = [{a}]\n\
              [[server]]\nname = \"beta\"\ncommand = {s:?}\nargs = [{b}]\n",
-            s = server(),
-            a = list(alpha),
-            b = list(beta),
+            s = testserver(),
+            a = quoted(alpha),
+            b = quoted(beta),
         ),
     )
     .unwrap();
-    start(
+    StdioProxy::start(
         &["--config".into(), cfg.display().to_string()],
         &dir.join("audit.jsonl"),
         &dir.join("state.sqlite"),
+        None,
     )
     .await
 }
 
 async fn call(p: &Proxy, tool: &str, args: Value) -> Result<Value, McpError> {
-    let mut params = CallToolRequestParams::new(tool.to_string());
-    params.arguments = args.as_object().cloned();
-    p.client
-        .peer()
-        .call_tool(params)
-        .await
-        .map(|r| serde_json::to_value(r).unwrap())
-        .map_err(|e| match e {
-            rmcp::service::ServiceError::McpError(e) => e,
-            other => McpError::internal_error(other.to_string(), None),
-        })
-}
-
-fn text_of(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
+    p.call(tool, args).await
 }
 
 async fn tools(p: &Proxy) -> Vec<Value> {
-    p.client
-        .peer()
-        .list_all_tools()
-        .await
-        .unwrap()
-        .iter()
-        .map(|t| serde_json::to_value(t).unwrap())
-        .collect()
+    p.tools().await
 }
 
 async fn tool(p: &Proxy, name: &str) -> Option<Value> {
@@ -175,21 +101,7 @@ async fn tool(p: &Proxy, name: &str) -> Option<Value> {
 
 /// Wait until the client has been told `n` times that the tool list changed.
 async fn list_changed(p: &Proxy, n: usize) {
-    for _ in 0..200 {
-        let seen = p
-            .recorder
-            .notifications
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|m| *m == "notifications/tools/list_changed")
-            .count();
-        if seen >= n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("list_changed #{n} not relayed");
+    p.notified("notifications/tools/list_changed", n).await
 }
 
 /// `portcullis review --state STATE ARGS`; its stdout, and it must succeed.
@@ -219,14 +131,6 @@ fn review_id(err: &McpError) -> i64 {
         .as_ref()
         .and_then(|d| d["review_id"].as_i64())
         .unwrap_or_else(|| panic!("no review item named: {err:?}"))
-}
-
-fn records(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("every log line is JSON"))
-        .collect()
 }
 
 /// Every record validates against the decision-record schema; the structural
@@ -336,8 +240,9 @@ async fn a_quiet_rug_pull_is_caught_at_each_step_and_released_by_approval() {
     assert!(tool(&p, "unit_convert").await.is_some());
 
     // Step 3: the result changes: it sends the model to another tool. It is
-    // withheld (here by the detector's tool-redirection rules before the
-    // structural TT check runs; `redirect.rs` unit tests cover that check).
+    // withheld (here by the detector before the structural TT check runs;
+    // `a_tool_transfer_result_the_detector_lets_through_is_held_until_approved`
+    // covers that check).
     let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
     assert_eq!(r["isError"], true, "{r}");
     let text = text_of(&r);
@@ -614,4 +519,499 @@ async fn a_canary_from_one_server_is_blocked_on_its_way_to_another() {
             "the record holds the value"
         );
     }
+}
+
+/// The review decisions of a held item, from the audit log.
+fn review_records(log: &Path) -> Vec<Value> {
+    records(log)
+        .into_iter()
+        .filter(|r| r["stages"][0]["name"] == "review")
+        .collect()
+}
+
+/// The pending review items (`review list --json`).
+fn pending(state: &Path) -> Vec<Value> {
+    review(state, &["list", "--json"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_and_denials_are_decision_records_in_the_gateways_audit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = single(dir.path(), &["--profile", "benign", "--quietpull"]).await;
+    assert!(tool(&p, "unit_convert").await.is_some());
+    call(&p, "unit_convert", CONVERT()).await.unwrap();
+    list_changed(&p, 1).await;
+    let err = call(&p, "unit_convert", CONVERT()).await.expect_err("held");
+    let first = review_id(&err);
+    let held_record = review_json(&p.state, first)["record_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // `review` is given the state store only; the store names the gateway's
+    // audit log, and the running gateway keeps writing to it.
+    let out = review(
+        &p.state,
+        &["approve", &first.to_string(), "--note", "wording checked"],
+    );
+    assert!(out.contains(p.audit.to_str().unwrap()), "{out}");
+    call(&p, "unit_convert", CONVERT())
+        .await
+        .expect("approved: the call goes through");
+    list_changed(&p, 2).await;
+    let err = call(&p, "unit_convert", CONVERT()).await.expect_err("held");
+    let second = review_id(&err);
+    review(
+        &p.state,
+        &["deny", &second.to_string(), "--note", "no thanks"],
+    );
+    let err = call(&p, "unit_convert", CONVERT())
+        .await
+        .expect_err("denied: still refused");
+    assert_eq!(review_id(&err), second);
+    assert!(err.message.contains("denied at review"), "{err:?}");
+
+    let decided = review_records(&p.audit);
+    assert_eq!(decided.len(), 2, "{decided:?}");
+    let (approve, deny) = (&decided[0], &decided[1]);
+    assert_eq!(approve["status"], "ALLOW");
+    assert_eq!(approve["action"], "pass");
+    assert_eq!(approve["tool"], "unit_convert");
+    assert_eq!(approve["channel"], "tool_definition");
+    let reasons = approve["reasons"].to_string();
+    assert!(
+        reasons.contains(&format!("review item {first} "))
+            && reasons.contains(&format!("held by record {held_record}"))
+            && reasons.contains("not remembered")
+            && reasons.contains("note: wording checked"),
+        "{reasons}"
+    );
+    // The human decision is about the same input as the record that held it.
+    let held = find_record(&AuditConfig::at(&p.audit), &held_record)
+        .unwrap()
+        .expect("the held record is indexed");
+    assert_eq!(approve["input_sha256"], held.input_sha256);
+    assert_eq!(deny["status"], "BLOCK");
+    assert_eq!(deny["action"], "deny");
+    assert!(deny["reasons"]
+        .to_string()
+        .contains(&format!("review item {second} ")));
+    // The same record is kept with the item.
+    assert_eq!(
+        review_json(&p.state, first)["decision"]["id"],
+        approve["id"]
+    );
+    assert_eq!(review_json(&p.state, second)["decision"]["id"], deny["id"]);
+    // Two processes appended to one log: every record validates, and the index
+    // finds each one at its exact offset.
+    structural_records(&p.audit);
+    let cfg = AuditConfig::at(&p.audit);
+    for r in records(&p.audit) {
+        let id = r["id"].as_str().unwrap();
+        let found = find_record(&cfg, id).unwrap().expect("indexed");
+        assert_eq!(found.id, id);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_sight_hold_holds_every_new_definition_until_approved() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = configured(
+        dir.path(),
+        &["--profile", "benign"],
+        "[pins]\nfirst_sight = \"hold\"",
+        None,
+    )
+    .await;
+    assert!(
+        tools(&p).await.is_empty(),
+        "new tools listed before approval"
+    );
+    let err = call(&p, "echo", json!({"text": "hi"}))
+        .await
+        .expect_err("a new tool is held");
+    assert_eq!(err.code.0, -32050);
+    let id = review_id(&err);
+    let item = review_json(&p.state, id);
+    assert_eq!(item["kind"], "definition");
+    assert_eq!(item["detail"]["change"], "new");
+    assert!(review(&p.state, &["show", &id.to_string()]).contains("first_sight = hold"));
+    review(&p.state, &["approve", &id.to_string()]);
+    let r = call(&p, "echo", json!({"text": "hi"})).await.unwrap();
+    assert_eq!(text_of(&r), "hi");
+    let names: Vec<Value> = tools(&p).await.iter().map(|t| t["name"].clone()).collect();
+    assert_eq!(
+        names,
+        vec![json!("echo")],
+        "only the approved tool is listed"
+    );
+    assert!(call(&p, "add", json!({"a": 1, "b": 2})).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_a_held_resource_template_matches_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = configured(
+        dir.path(),
+        &["--profile", "benign"],
+        "[pins]\nfirst_sight = \"hold\"",
+        None,
+    )
+    .await;
+    let read = |uri: &str| {
+        let peer = p.client.peer().clone();
+        let uri = uri.to_string();
+        async move {
+            peer.read_resource(ReadResourceRequestParams::new(uri))
+                .await
+        }
+    };
+    // note://groceries is not a listed resource: only the (held) template
+    // `note://{name}` matches it. Read before any list: the gateway lists first.
+    let err = match read("note://groceries").await {
+        Err(rmcp::service::ServiceError::McpError(e)) => e,
+        other => panic!("read under a held template: {other:?}"),
+    };
+    assert_eq!(err.code.0, -32050, "{err:?}");
+    let id = review_id(&err);
+    let record = err.data.as_ref().unwrap()["record_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(err.message.contains(&record), "{err:?}");
+    let item = review_json(&p.state, id);
+    assert_eq!(item["name"], "note://{name}");
+    assert_eq!(item["detail"]["pin_kind"], "resource_template");
+    let templates = p.client.peer().list_all_resource_templates().await.unwrap();
+    assert!(templates.is_empty(), "a held template was listed");
+    // A listed resource is read by its own entry, not through the template.
+    let ok = read("note://readme").await.unwrap();
+    assert!(serde_json::to_string(&ok).unwrap().contains("readme note"));
+    // Approved (from another process): the read goes through at once.
+    review(&p.state, &["approve", &id.to_string()]);
+    let ok = read("note://groceries").await.unwrap();
+    assert!(
+        serde_json::to_string(&ok).unwrap().contains("Milk"),
+        "{ok:?}"
+    );
+}
+
+/// A detector that lets everything through (review and block at 1.0): what
+/// the structural controls hold, they hold on their own.
+const DETECTOR_LETS_THROUGH: &str = "[thresholds]\nreview = 1.0\nblock = 1.0\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_transfer_result_the_detector_lets_through_is_held_until_approved() {
+    let dir = tempfile::tempdir().unwrap();
+    // unit_convert at stage 2: its (pinned) result redirects to another tool.
+    let p = configured(
+        dir.path(),
+        &[
+            "--profile",
+            "benign",
+            "--quietpull",
+            "--quietpull-stage",
+            "2",
+        ],
+        "",
+        Some(DETECTOR_LETS_THROUGH),
+    )
+    .await;
+    assert!(tool(&p, "unit_convert").await.is_some());
+    let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+    let text = text_of(&r);
+    assert!(text.contains("held for review"), "{text}");
+    assert!(!text.contains("Call measure_convert"), "{text}");
+    let items = pending(&p.state);
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0]["kind"], "result");
+    let id = items[0]["id"].as_i64().unwrap();
+    let item = review_json(&p.state, id);
+    assert_eq!(item["findings"][0]["rule"], "tt.redirect");
+    assert!(item["findings"][0]["excerpt"]
+        .as_str()
+        .unwrap()
+        .contains("measure_convert"));
+    assert!(item["findings"][0]["path"]
+        .as_str()
+        .unwrap()
+        .starts_with("$.content"));
+    // The detector let the result through; the record that held it is the
+    // structural one.
+    let recs = structural_records(&p.audit);
+    assert!(recs
+        .iter()
+        .any(|r| r["id"] == item["record_id"] && r["action"] == "hold"));
+    // Held again (same item) until approved; then exactly that result passes.
+    let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
+    assert_eq!(r["isError"], true);
+    assert_eq!(pending(&p.state).len(), 1);
+    review(&p.state, &["approve", &id.to_string()]);
+    let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
+    assert_ne!(r["isError"], true, "{r}");
+    assert!(text_of(&r).contains("measure_convert"), "{r}");
+}
+
+/// The detector's parameter-name rules allowlisted for the MSB tool, and the
+/// lexical model (which scores its schema 0.97) off: only the structural policy
+/// decides about its parameters.
+const DETECTOR_ALLOWS_PARAMETER_NAMES: &str = "[lexical]\nenabled = false\n\
+[[allow]]\ntool = \"get_pubmed_article_metadata\"\n\
+rules = [\"pn.model_identity\", \"pn.conversation_history\"]\n";
+
+const MSB: &str = "get_pubmed_article_metadata";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_msb_llm_model_name_parameter_is_stripped_refused_or_flagged_per_policy() {
+    let nested =
+        json!({"pmid": "42", "options": {"context": {"conversation_history": "user: hi"}}});
+    let model = |name: &str| json!({"pmid": "42", "llm_model_name": name});
+    let server = ["--profile", "attack", "--poison", "params"];
+
+    // strip (the default): removed from the schema shown; calls filling them held.
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let p = configured(dir.path(), &server, "", None).await;
+        let t = tool(&p, MSB).await.expect("listed, stripped");
+        let props = &t["inputSchema"]["properties"];
+        assert!(props.get("llm_model_name").is_none(), "{t}");
+        assert!(props["options"]["properties"]["context"]["properties"]
+            .get("conversation_history")
+            .is_none());
+        assert_eq!(t["inputSchema"]["required"], json!(["pmid"]));
+        let paths = finding_paths(&structural_records(&p.audit), "op.");
+        for want in [
+            "$.inputSchema.properties.llm_model_name",
+            "$.inputSchema.properties.options.properties.context.properties.conversation_history",
+        ] {
+            assert!(paths.contains(&want.to_string()), "{want}: {paths:?}");
+        }
+        let r = call(&p, MSB, json!({"pmid": "42"})).await.unwrap();
+        assert!(text_of(&r).starts_with("PMID 42"), "{r}");
+        for args in [model("gpt-x"), nested.clone()] {
+            let r = call(&p, MSB, args.clone()).await.unwrap();
+            assert_eq!(r["isError"], true, "{args}: {r}");
+            assert!(text_of(&r).contains("held for review"), "{r}");
+        }
+        let paths: Vec<Value> = pending(&p.state)
+            .iter()
+            .map(|i| {
+                review_json(&p.state, i["id"].as_i64().unwrap())["findings"][0]["path"].clone()
+            })
+            .collect();
+        assert_eq!(
+            paths,
+            vec![
+                json!("$.llm_model_name"),
+                json!("$.options.context.conversation_history")
+            ]
+        );
+    }
+
+    // refuse: the schema is shown unchanged; calls filling them are held.
+    // `review approve --remember` allowlists that parameter for the tool.
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let p = configured(
+            dir.path(),
+            &server,
+            "[params]\naction = \"refuse\"",
+            Some(DETECTOR_ALLOWS_PARAMETER_NAMES),
+        )
+        .await;
+        let t = tool(&p, MSB).await.expect("listed unchanged");
+        assert!(
+            t["inputSchema"]["properties"]
+                .get("llm_model_name")
+                .is_some(),
+            "{t}"
+        );
+        let r = call(&p, MSB, model("gpt-x")).await.unwrap();
+        assert_eq!(r["isError"], true, "{r}");
+        let items = pending(&p.state);
+        assert_eq!(items.len(), 1);
+        let id = items[0]["id"].to_string();
+        review(
+            &p.state,
+            &["approve", &id, "--remember", "--note", "it may know"],
+        );
+        let item = review_json(&p.state, id.parse().unwrap());
+        assert_eq!(item["remember"], true);
+        // Another value in the same parameter: remembered, so it passes.
+        let r = call(&p, MSB, model("another-model")).await.unwrap();
+        assert!(text_of(&r).starts_with("PMID 42"), "{r}");
+        // The nested parameter was not part of that decision: still held.
+        let r = call(&p, MSB, nested.clone()).await.unwrap();
+        assert_eq!(r["isError"], true, "{r}");
+        let decision = &review_records(&p.audit)[0];
+        assert!(decision["reasons"].to_string().contains(
+            "remembered: allowlist entries written for $.inputSchema.properties.llm_model_name"
+        ));
+    }
+
+    // flag: findings only; calls go through.
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let p = configured(
+            dir.path(),
+            &server,
+            "[params]\naction = \"flag\"",
+            Some(DETECTOR_ALLOWS_PARAMETER_NAMES),
+        )
+        .await;
+        let t = tool(&p, MSB).await.expect("listed unchanged");
+        assert!(t["inputSchema"]["properties"]
+            .get("llm_model_name")
+            .is_some());
+        let recs = structural_records(&p.audit);
+        assert!(recs.iter().any(|r| r["tool"] == MSB
+            && r["action"] == "pass"
+            && r["stages"][0]["findings"]
+                .to_string()
+                .contains("op.model_identity")));
+        for args in [model("gpt-x"), nested.clone()] {
+            let r = call(&p, MSB, args).await.unwrap();
+            assert!(text_of(&r).starts_with("PMID 42"), "{r}");
+        }
+        assert!(pending(&p.state).is_empty());
+    }
+}
+
+/// The over-privileged `article_metadata` call that is held.
+fn op_call(model: &str) -> Value {
+    json!({"pmid": "7", "agent_model": model})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_fails_closed_when_no_decision_comes_in_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = configured(
+        dir.path(),
+        &["--profile", "benign", "--overpriv"],
+        "[review]\ncall_timeout_secs = 1",
+        None,
+    )
+    .await;
+    tools(&p).await;
+    let r = call(&p, "article_metadata", op_call("x")).await.unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+    let text = text_of(&r);
+    assert!(
+        text.contains("no decision within review.call_timeout_secs = 1; failed closed"),
+        "{text}"
+    );
+    // Still pending: a later approval lets that call through once.
+    let items = pending(&p.state);
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["kind"], "call");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_waits_for_the_decision_approved_or_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = configured(
+        dir.path(),
+        &["--profile", "benign", "--overpriv"],
+        "[review]\ncall_timeout_secs = 300",
+        None,
+    )
+    .await;
+    tools(&p).await;
+    for (verdict, model) in [("approve", "first"), ("deny", "second")] {
+        let waiting = {
+            let peer = p.client.peer().clone();
+            tokio::spawn(async move {
+                support::call_on(&peer, "article_metadata", op_call(model)).await
+            })
+        };
+        // Decide as soon as the item is filed (the call is waiting meanwhile).
+        let mut id = None;
+        for _ in 0..400 {
+            if let Some(i) = pending(&p.state).first() {
+                id = i["id"].as_i64();
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let id = id.expect("the held call is filed");
+        assert!(
+            !waiting.is_finished(),
+            "the call did not wait for the decision"
+        );
+        review(&p.state, &[verdict, &id.to_string()]);
+        let r = waiting.await.unwrap().unwrap();
+        if verdict == "approve" {
+            assert!(text_of(&r).starts_with("PMID 7"), "{r}");
+        } else {
+            assert_eq!(r["isError"], true, "{r}");
+            assert!(text_of(&r).contains("denied at review"), "{r}");
+        }
+    }
+    let decided = review_records(&p.audit);
+    let statuses: Vec<&Value> = decided.iter().map(|r| &r["status"]).collect();
+    assert_eq!(statuses, vec![&json!("ALLOW"), &json!("BLOCK")]);
+    assert!(decided.iter().all(|r| r["channel"] == "tool_arguments"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taint_labels_survive_a_gateway_restart() {
+    use portcullis_testkit::injections as inj;
+    let dir = tempfile::tempdir().unwrap();
+    let token = "PCX-4R8N2WQ7L-ORIGIN";
+    let alpha = ["--profile", "attack", "--poison", "secret"];
+    let beta = ["--profile", "benign"];
+    // Run 1: alpha's results carry a value, and a secret the output guard masks.
+    let origin = {
+        let p = pair(dir.path(), &alpha, &beta, "").await;
+        tools(&p).await;
+        let r = call(
+            &p,
+            "alpha__echo",
+            json!({"text": format!("ticket {token} opened")}),
+        )
+        .await
+        .unwrap();
+        assert!(text_of(&r).contains(token));
+        let r = call(&p, "alpha__read_config", json!({})).await.unwrap();
+        assert!(!text_of(&r).contains(inj::FAKE_AWS_SECRET), "{r}");
+        p.client.cancel().await.unwrap();
+        records(&dir.path().join("audit.jsonl"))
+            .into_iter()
+            .find(|r| r["channel"] == "tool_result" && r["tool"] == "echo")
+            .expect("the echo result's record")["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // The state store holds the secret by its digest only.
+    for f in ["state.sqlite", "state.sqlite-wal"] {
+        let raw = std::fs::read(dir.path().join(f)).unwrap_or_default();
+        for secret in [inj::FAKE_AWS_SECRET, inj::FAKE_AWS_KEY_ID] {
+            assert!(
+                !raw.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "{secret} in {f}"
+            );
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Run 2: a new gateway process; the value is still labelled with its origin.
+    let p = pair(dir.path(), &alpha, &beta, "").await;
+    tools(&p).await;
+    let r = call(&p, "beta__echo", json!({"text": format!("fwd {token}")}))
+        .await
+        .unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+    let text = text_of(&r);
+    assert!(
+        text.contains("blocked") && text.contains(&format!("alpha/echo (record {origin})")),
+        "{text}"
+    );
+    // Back to its own server's non-sink tool: allowed, as before the restart.
+    let r = call(&p, "alpha__echo", json!({"text": token}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), token);
 }

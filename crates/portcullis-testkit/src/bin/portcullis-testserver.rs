@@ -23,7 +23,7 @@ struct Args {
     profile: Profile,
     /// Attacks of the attack profile, a comma list (default all): instructions,
     /// description, schema, result, structured, error, resource, prompt, sampling,
-    /// elicitation, rugpull, secret.
+    /// elicitation, rugpull, secret, params.
     #[arg(long, default_value = "all")]
     poison: String,
     /// List the fault tools (hang, crash, garbage, big, slow) in the benign profile too

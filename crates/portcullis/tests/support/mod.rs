@@ -145,3 +145,185 @@ impl Drop for HttpProxy {
         let _ = self.child.wait();
     }
 }
+
+/// An rmcp client that answers sampling with a fixed reply and records the
+/// server requests and notifications it gets.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    pub sampling: Arc<Mutex<Vec<Value>>>,
+    pub notifications: Arc<Mutex<Vec<String>>>,
+}
+
+// Sampling is deprecated by SEP-2577, but clients and servers still use it.
+#[allow(deprecated)]
+impl rmcp::service::Service<rmcp::service::RoleClient> for Recorder {
+    async fn handle_request(
+        &self,
+        request: rmcp::model::ServerRequest,
+        _ctx: rmcp::service::RequestContext<rmcp::service::RoleClient>,
+    ) -> Result<rmcp::model::ClientResult, rmcp::model::ErrorData> {
+        self.sampling
+            .lock()
+            .unwrap()
+            .push(serde_json::to_value(&request).unwrap());
+        match request {
+            rmcp::model::ServerRequest::CreateMessageRequest(_) => {
+                let r: rmcp::model::CreateMessageResult =
+                    serde_json::from_value(serde_json::json!({
+                        "role": "assistant",
+                        "content": {"type": "text", "text": "a fixed sampling reply"},
+                        "model": "test-model"
+                    }))
+                    .unwrap();
+                Ok(rmcp::model::ClientResult::CreateMessageResult(Box::new(r)))
+            }
+            _ => Err(rmcp::model::ErrorData::invalid_request(
+                "not supported by the test client",
+                None,
+            )),
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        n: rmcp::model::ServerNotification,
+        _ctx: rmcp::service::NotificationContext<rmcp::service::RoleClient>,
+    ) -> Result<(), rmcp::model::ErrorData> {
+        let v = serde_json::to_value(&n).unwrap();
+        self.notifications
+            .lock()
+            .unwrap()
+            .push(v["method"].as_str().unwrap_or_default().to_string());
+        Ok(())
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut caps = rmcp::model::ClientCapabilities::default();
+        caps.sampling = Some(Default::default());
+        rmcp::model::ClientConfig::new(caps, rmcp::model::Implementation::new("gateway-test", "1"))
+    }
+}
+
+/// A `portcullis proxy` serving one client over stdio: the child is killed when
+/// the client (and so its transport) is dropped.
+pub struct StdioProxy {
+    pub client: rmcp::service::RunningService<rmcp::service::RoleClient, Recorder>,
+    pub recorder: Recorder,
+    pub audit: PathBuf,
+    /// The structural controls' state store.
+    pub state: PathBuf,
+    pub dir: Option<tempfile::TempDir>,
+}
+
+impl StdioProxy {
+    /// `portcullis proxy ARGS` over stdio with a [`Recorder`] in front. `audit`
+    /// and `state` are where the caller's configuration puts them; `dir` (if
+    /// any) is kept alive as long as the proxy.
+    pub async fn start(
+        args: &[String],
+        audit: &Path,
+        state: &Path,
+        dir: Option<tempfile::TempDir>,
+    ) -> StdioProxy {
+        use rmcp::ServiceExt;
+        let mut child = tokio::process::Command::new(portcullis())
+            .arg("proxy")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn portcullis proxy");
+        let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(
+            child.stdout.take().unwrap(),
+            child.stdin.take().unwrap(),
+        );
+        tokio::spawn(async move {
+            let _ = child.wait().await;
+        });
+        let recorder = Recorder::default();
+        let client = recorder
+            .clone()
+            .serve(transport)
+            .await
+            .expect("initialize through the gateway");
+        StdioProxy {
+            client,
+            recorder,
+            audit: audit.to_path_buf(),
+            state: state.to_path_buf(),
+            dir,
+        }
+    }
+
+    /// `portcullis proxy --audit-log DIR/audit.jsonl ARGS` (state beside the log).
+    pub async fn with_audit_in(dir: &Path, args: &[String]) -> StdioProxy {
+        let audit = dir.join("audit.jsonl");
+        let state = dir.join("audit.jsonl.state.sqlite");
+        let mut all = vec!["--audit-log".to_string(), audit.display().to_string()];
+        all.extend(args.iter().cloned());
+        StdioProxy::start(&all, &audit, &state, None).await
+    }
+
+    /// `tools/call`; a JSON-RPC error comes back as the error.
+    pub async fn call(&self, tool: &str, args: Value) -> Result<Value, rmcp::model::ErrorData> {
+        call_on(self.client.peer(), tool, args).await
+    }
+
+    /// Every tool the gateway lists, as JSON.
+    pub async fn tools(&self) -> Vec<Value> {
+        self.client
+            .peer()
+            .list_all_tools()
+            .await
+            .unwrap()
+            .iter()
+            .map(|t| serde_json::to_value(t).unwrap())
+            .collect()
+    }
+
+    /// Wait until the client has got `method` at least `n` times.
+    pub async fn notified(&self, method: &str, n: usize) {
+        for _ in 0..200 {
+            let seen = self
+                .recorder
+                .notifications
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|m| *m == method)
+                .count();
+            if seen >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{method} #{n} not relayed");
+    }
+}
+
+/// `tools/call` through a client peer (e.g. a clone moved into a task).
+pub async fn call_on(
+    peer: &rmcp::service::Peer<rmcp::service::RoleClient>,
+    tool: &str,
+    args: Value,
+) -> Result<Value, rmcp::model::ErrorData> {
+    let mut params = rmcp::model::CallToolRequestParams::new(tool.to_string());
+    params.arguments = args.as_object().cloned();
+    peer.call_tool(params)
+        .await
+        .map(|r| serde_json::to_value(r).unwrap())
+        .map_err(|e| match e {
+            rmcp::service::ServiceError::McpError(e) => e,
+            other => rmcp::model::ErrorData::internal_error(other.to_string(), None),
+        })
+}
+
+/// The text of a tool result's first content block.
+pub fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
