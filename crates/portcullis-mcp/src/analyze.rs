@@ -474,6 +474,9 @@ pub fn analyze(
                     out.findings
                         .push(flatten(&server.name, def, f, source, r.status, &r.id));
                 }
+                if let Some(f) = score_finding(&server.name, def, r) {
+                    out.findings.push(f);
+                }
             }
             out.entries.push(Entry {
                 server: server.name.clone(),
@@ -869,6 +872,41 @@ fn flatten(
     }
 }
 
+/// A decision above ALLOW that no counted finding explains was reached by a
+/// learned stage's score alone: that is a finding of its own, so every report
+/// (table, JSON, SARIF) shows what `--fail-on` acts on.
+fn score_finding(server: &str, def: &Def<'_>, r: &DecisionRecord) -> Option<AuditFinding> {
+    if r.status == Status::Allow || r.findings().any(|f| !f.allowlisted) {
+        return None;
+    }
+    let stage = r
+        .stages
+        .iter()
+        .filter(|s| s.findings.is_empty() && s.score > 0.0)
+        .max_by(|a, b| a.score.total_cmp(&b.score))?;
+    Some(AuditFinding {
+        server: server.to_string(),
+        kind: def.kind,
+        name: def.name.clone(),
+        path: "$".into(),
+        rule: format!("{}.score", stage.name),
+        category: "learned_score".into(),
+        severity: if r.status == Status::Block {
+            Severity::High
+        } else {
+            Severity::Medium
+        },
+        source: "detector".into(),
+        status: r.status,
+        view: String::new(),
+        span: None,
+        excerpt: r.reasons.join("; "),
+        marked: r.reasons.join("; "),
+        allowlisted: false,
+        record_id: r.id.clone(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -907,6 +945,49 @@ mod tests {
         );
         // Out-of-range and mid-character spans do not panic.
         let _ = mark("é", Span { start: 1, end: 9 });
+    }
+
+    #[test]
+    fn a_verdict_reached_by_a_learned_score_alone_is_a_finding() {
+        // Thresholds so low that the lexical probability of a plain text alone
+        // makes it REVIEW: no rule fires, yet the reports must say why.
+        let config = portcullis_core::Config::from_toml_str(
+            "[thresholds]\nreview = 0.001\nblock = 0.9999\n",
+            "t.toml",
+        )
+        .unwrap();
+        let detector = Detector::new(
+            config,
+            portcullis_detect::rules::RuleSet::embedded().unwrap(),
+        )
+        .unwrap();
+        let snap = Snapshot {
+            servers: vec![ServerSnapshot {
+                name: "a".into(),
+                tools: vec![json!({"name": "add", "description": "Adds two integers.",
+                    "inputSchema": {"type": "object"}})],
+                ..Default::default()
+            }],
+        };
+        let an = analyze(&detector, &snap, &AnalyzeOptions::default(), None).unwrap();
+        assert_eq!(an.entries[0].status, Status::Review);
+        let f = &an.findings[..];
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            (f[0].rule.as_str(), f[0].path.as_str(), f[0].status),
+            ("lexical.score", "$", Status::Review)
+        );
+        assert!(f[0].marked.contains("review threshold"), "{}", f[0].marked);
+        // At the shipped thresholds the same text is ALLOW, with no finding.
+        let an = analyze(
+            &Detector::with_defaults().unwrap(),
+            &snap,
+            &AnalyzeOptions::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(an.entries[0].status, Status::Allow);
+        assert!(an.findings.is_empty());
     }
 
     #[test]
