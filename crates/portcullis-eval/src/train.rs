@@ -17,19 +17,46 @@ pub fn views_of(text: &str, channel: Channel) -> Vec<String> {
         .collect()
 }
 
-/// Text records of a split (whole tool definitions are scored field by field at
-/// inference; their single label does not say which field is poisoned, so they are
-/// not training examples).
+/// The training examples of a split, as the lexical stage sees them at
+/// inference: a text record is one example; a tool definition, which is scored
+/// field by field, gives the fields whose label is known — every field of a
+/// benign definition, and the description of a definition poisoned there. (A
+/// definition poisoned in its name or a nested schema field says which kind of
+/// field, not which one, so it gives none.) Fields of fewer than three words
+/// (names, property keys, enum values) are left out: they are many, carry little
+/// wording, and would outweigh the texts.
 pub fn examples(records: &[Record], split: Split) -> Vec<(Vec<String>, bool)> {
-    records
-        .iter()
-        .filter(|r| r.split == Some(split))
-        .filter_map(|r| {
-            r.text
-                .as_deref()
-                .map(|t| (views_of(t, r.channel), r.label == Label::Malicious))
-        })
-        .collect()
+    let mut out = Vec::new();
+    for r in records.iter().filter(|r| r.split == Some(split)) {
+        let malicious = r.label == Label::Malicious;
+        match (&r.text, &r.tool) {
+            (Some(t), _) => out.push((views_of(t, r.channel), malicious)),
+            (None, Some(tool)) => {
+                let known = |path: Option<&str>| {
+                    !malicious
+                        || (r.poison_location.as_deref() == Some("description")
+                            && path == Some("$.description"))
+                };
+                let Ok(extracted) = portcullis_detect::extract::tool_items(tool, None) else {
+                    continue;
+                };
+                for item in extracted.items {
+                    if item.text.split_whitespace().count() < 3 || !known(item.path.as_deref()) {
+                        continue;
+                    }
+                    let (kind, _) = kind_and_target(item.channel, item.is_key);
+                    let views = normalize(&item.text, kind, &NormalizeConfig::default())
+                        .views
+                        .into_iter()
+                        .map(|v| v.text)
+                        .collect();
+                    out.push((views, malicious));
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    out
 }
 
 pub fn train_lexical(
