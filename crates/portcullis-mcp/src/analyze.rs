@@ -548,53 +548,51 @@ fn tool_structure(
             .and_then(Value::as_str)
             .unwrap_or("");
         let before = findings.len();
-        for (sj, other) in snapshot.servers.iter().enumerate() {
-            if sj == si || other.error.is_some() {
-                continue;
-            }
-            for o in &other.tools {
-                let Some(oname) = o.get("name").and_then(Value::as_str) else {
-                    continue;
+        use crate::names::Relation;
+        let others = snapshot
+            .servers
+            .iter()
+            .enumerate()
+            .filter(|(_, other)| other.error.is_none())
+            .flat_map(|(sj, other)| {
+                let relation = match sj.cmp(&si) {
+                    std::cmp::Ordering::Less => Relation::EarlierServer,
+                    std::cmp::Ordering::Greater => Relation::LaterServer,
+                    std::cmp::Ordering::Equal => Relation::SameServer,
                 };
-                // An earlier server keeps a contested name: the finding is on the later one.
-                if sj < si {
-                    if let Some(rule) =
-                        crate::names::compare(&def.name, oname, opts.names.max_edit_distance)
-                    {
-                        findings.push(finding(
-                            rule,
-                            "name_collision",
-                            Severity::Medium,
-                            "$.name",
-                            format!("{:?} vs {}/{oname:?}", def.name, other.name),
-                        ));
-                    }
-                }
-                if oname != def.name && crate::names::mentions(description, oname) {
-                    let mut f = finding(
-                        "names.shadowing",
-                        "shadowing",
-                        Severity::High,
-                        "$.description",
-                        format!("names {}/{oname:?}", other.name),
-                    );
-                    // ASCII lowercasing keeps byte offsets.
-                    if let Some(i) = description
-                        .to_ascii_lowercase()
-                        .find(&oname.to_ascii_lowercase())
-                    {
-                        f.span = Span {
-                            start: i,
-                            end: i + oname.len(),
-                        };
-                    }
-                    findings.push(f);
-                }
+                other
+                    .tools
+                    .iter()
+                    .filter_map(|o| o.get("name").and_then(Value::as_str))
+                    .filter(move |n| relation != Relation::SameServer || *n != def.name)
+                    .map(move |n| (other.name.as_str(), n, relation))
+            });
+        for h in crate::names::check(&def.name, description, others, opts.names.max_edit_distance) {
+            let mut f = if h.rule == "names.shadowing" {
+                finding(
+                    h.rule,
+                    "shadowing",
+                    Severity::High,
+                    "$.description",
+                    format!("names {}/{:?}", h.other_server, h.other_name),
+                )
+            } else {
+                finding(
+                    h.rule,
+                    "name_collision",
+                    Severity::Medium,
+                    "$.name",
+                    format!("{:?} vs {}/{:?}", def.name, h.other_server, h.other_name),
+                )
+            };
+            if let Some((start, end)) = h.span {
+                f.span = Span { start, end };
             }
+            findings.push(f);
         }
         if findings.len() > before {
             reasons.push(format!(
-                "names: {} finding(s) against other servers' tools (server {server:?})",
+                "names: {} finding(s) against other tools (server {server:?})",
                 findings.len() - before
             ));
         }

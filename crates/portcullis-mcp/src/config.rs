@@ -400,10 +400,16 @@ pub enum NameAction {
 pub struct NamesConfig {
     #[serde(default = "yes")]
     pub enabled: bool,
-    /// For exact collisions and look-alikes (confusables, case, separators,
-    /// version/`new` suffixes, edit distance).
+    /// For exact collisions with an earlier server's tool (namespacing already
+    /// tells them apart).
     #[serde(default = "default_name_action")]
     pub action: NameAction,
+    /// For look-alikes of an earlier server's tool (confusables, case,
+    /// separators, version/`new` suffixes, edit distance) and copies of a sibling
+    /// on the same server (confusables, suffixes): namespacing does not tell
+    /// `read_note` from `read_note v1`, so the default holds them.
+    #[serde(default = "default_lookalike_action")]
+    pub lookalike: NameAction,
     /// For shadowing (a description that names another server's tool).
     #[serde(default = "default_shadow_action")]
     pub shadowing: NameAction,
@@ -418,6 +424,7 @@ impl Default for NamesConfig {
         NamesConfig {
             enabled: true,
             action: default_name_action(),
+            lookalike: default_lookalike_action(),
             shadowing: default_shadow_action(),
             max_edit_distance: default_edit_distance(),
         }
@@ -426,6 +433,9 @@ impl Default for NamesConfig {
 
 fn default_name_action() -> NameAction {
     NameAction::Namespace
+}
+fn default_lookalike_action() -> NameAction {
+    NameAction::Hold
 }
 fn default_shadow_action() -> NameAction {
     NameAction::Hold

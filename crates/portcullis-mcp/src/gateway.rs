@@ -435,7 +435,7 @@ impl Gateway {
                     .defs
                     .insert((upstream, ident.clone()), raw.clone());
                 if verdict.passes() && decided.forward {
-                    let others = self.other_tools(upstream);
+                    let others = self.other_tools(upstream, &ident, &listed);
                     let context = sha256_hex(
                         format!(
                             "{key}\n{}",
@@ -520,18 +520,38 @@ impl Gateway {
         Ok(visible)
     }
 
-    /// The tools other upstreams list (as last seen), for name comparisons.
-    fn other_tools(&self, upstream: usize) -> Vec<crate::structural::OtherTool> {
+    /// The tools to compare `name` of `upstream` with: other upstreams' (as last
+    /// seen) and its siblings in the listing being decided (`listed`, whole, so
+    /// the order of the listing does not matter).
+    fn other_tools(
+        &self,
+        upstream: usize,
+        name: &str,
+        listed: &[String],
+    ) -> Vec<crate::structural::OtherTool> {
+        use crate::names::Relation;
+        let me = self.upstreams[upstream].name();
         let t = self.tables();
         let mut out: Vec<_> = t
             .defs
             .keys()
             .filter(|(u, _)| *u != upstream)
-            .map(|(u, name)| crate::structural::OtherTool {
+            .map(|(u, n)| crate::structural::OtherTool {
                 server: self.upstreams[*u].name().to_string(),
-                earlier: *u < upstream,
-                name: name.clone(),
+                relation: if *u < upstream {
+                    Relation::EarlierServer
+                } else {
+                    Relation::LaterServer
+                },
+                name: n.clone(),
             })
+            .chain(listed.iter().filter(|n| n.as_str() != name).map(|n| {
+                crate::structural::OtherTool {
+                    server: me.to_string(),
+                    relation: Relation::SameServer,
+                    name: n.clone(),
+                }
+            }))
             .collect();
         out.sort_by(|a, b| (&a.server, &a.name).cmp(&(&b.server, &b.name)));
         out

@@ -8,7 +8,18 @@
 
 use crate::params::words;
 
-/// One name finding against another server's tool.
+/// How another tool stands to the one being checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relation {
+    /// A tool of a server listed before this one: it keeps a contested name.
+    EarlierServer,
+    /// A tool of a server listed after this one (the finding is on it).
+    LaterServer,
+    /// Another tool of the same server.
+    SameServer,
+}
+
+/// One name finding against another tool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NameFinding {
     /// `names.collision`, `names.confusable`, `names.separator`, `names.suffix`,
@@ -16,6 +27,57 @@ pub struct NameFinding {
     pub rule: &'static str,
     pub other_server: String,
     pub other_name: String,
+    /// Byte span of the other tool's name in the description (shadowing).
+    pub span: Option<(usize, usize)>,
+}
+
+impl NameFinding {
+    /// A look-alike rather than an exact collision or shadowing.
+    pub fn is_lookalike(&self) -> bool {
+        !matches!(self.rule, "names.collision" | "names.shadowing")
+    }
+}
+
+/// Every name finding of one tool (`name`, `description`) against `others`
+/// (server, name, relation): collisions and look-alikes of an earlier server's
+/// tool, copies of a sibling on the same server, and descriptions that name
+/// another server's tool. Naming a sibling is ordinary documentation ("call
+/// `list_x` first"), so shadowing is only across servers.
+pub fn check<'a>(
+    name: &str,
+    description: &str,
+    others: impl IntoIterator<Item = (&'a str, &'a str, Relation)>,
+    max_edit: usize,
+) -> Vec<NameFinding> {
+    let mut out = Vec::new();
+    for (server, other, relation) in others {
+        let hit = |rule| NameFinding {
+            rule,
+            other_server: server.to_string(),
+            other_name: other.to_string(),
+            span: None,
+        };
+        let rule = match relation {
+            Relation::EarlierServer => compare(name, other, max_edit),
+            Relation::SameServer => copies(name, other),
+            Relation::LaterServer => None,
+        };
+        if let Some(rule) = rule {
+            out.push(hit(rule));
+        }
+        if relation != Relation::SameServer && other != name && mentions(description, other) {
+            // ASCII lowercasing keeps byte offsets.
+            let span = description
+                .to_ascii_lowercase()
+                .find(&other.to_ascii_lowercase())
+                .map(|i| (i, i + other.len()));
+            out.push(NameFinding {
+                span,
+                ..hit("names.shadowing")
+            });
+        }
+    }
+    out
 }
 
 /// Fold confusables and case.
@@ -115,6 +177,23 @@ pub fn compare(name: &str, other: &str, max_edit: usize) -> Option<&'static str>
     None
 }
 
+/// Whether `name` looks like a copy of `original`, another tool of the same
+/// server: the original spelled with confusable characters (where the original is
+/// plain ASCII), or the original plus a version/`new`-style suffix (`read_note v1`,
+/// `read_note_new`). Case, separator and edit-distance differences are left alone
+/// within one server: benign APIs have `get_user` beside `get_users`.
+pub fn copies(name: &str, original: &str) -> Option<&'static str> {
+    if name == original {
+        return None;
+    }
+    let (a, b) = (fold(name), fold(original));
+    if a == b {
+        return (!name.is_ascii() && original.is_ascii()).then_some("names.confusable");
+    }
+    let plain = no_separators(&b);
+    (!plain.is_empty() && core(&a) == plain && no_separators(&a) != plain).then_some("names.suffix")
+}
+
 /// Whether a description names `other` (another server's tool) as a word.
 pub fn mentions(description: &str, other: &str) -> bool {
     if other.chars().count() < 4 {
@@ -175,6 +254,48 @@ mod tests {
         assert_eq!(compare("echo", "add", 1), None);
         assert_eq!(compare("get_weather", "get_time", 1), None);
         assert_eq!(compare("list_files", "read_file", 1), None);
+    }
+
+    #[test]
+    fn copies_within_a_server_are_directional() {
+        assert_eq!(copies("read_note v1", "read_note"), Some("names.suffix"));
+        assert_eq!(copies("read_note_new", "read_note"), Some("names.suffix"));
+        assert_eq!(copies("read_note", "read_note v1"), None);
+        assert_eq!(copies("rеad_note", "read_note"), Some("names.confusable")); // Cyrillic е
+        assert_eq!(copies("read_note", "rеad_note"), None);
+        for (a, b) in [
+            ("get_user", "get_users"),
+            ("getUser", "get_user"),
+            ("read_file", "write_file"),
+            ("list", "list_all"),
+        ] {
+            assert_eq!(copies(a, b), None, "{a} / {b}");
+            assert_eq!(copies(b, a), None, "{b} / {a}");
+        }
+    }
+
+    #[test]
+    fn check_sorts_findings_by_relation() {
+        use Relation::*;
+        let others = [
+            ("fs", "read_file", EarlierServer),
+            ("later", "read-file", LaterServer),
+            ("self", "search", SameServer),
+            ("self", "list_dir", SameServer),
+        ];
+        let f = check("read_file", "Reads. See list_dir and read-file.", others, 1);
+        let rules: Vec<_> = f.iter().map(|f| (f.rule, f.other_name.as_str())).collect();
+        assert_eq!(
+            rules,
+            [
+                ("names.collision", "read_file"),
+                ("names.shadowing", "read-file")
+            ]
+        );
+        assert_eq!(f[1].span, Some((24, 33)));
+        let f = check("search_v2", "", others, 1);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].rule, f[0].is_lookalike()), ("names.suffix", true));
     }
 
     #[test]

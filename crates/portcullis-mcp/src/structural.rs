@@ -327,13 +327,11 @@ pub struct ToolDecision {
     pub hidden: bool,
 }
 
-/// Another server's tool, for name comparisons.
+/// Another tool (of another server, or a sibling), for name comparisons.
 #[derive(Debug, Clone)]
 pub struct OtherTool {
     pub server: String,
-    /// Whether its server comes before this one in the configuration (an
-    /// earlier server keeps a contested name).
-    pub earlier: bool,
+    pub relation: crate::names::Relation,
     pub name: String,
 }
 
@@ -436,45 +434,54 @@ impl Structural {
         let names = &self.config.names;
         if names.enabled {
             let description = raw.get("description").and_then(Value::as_str).unwrap_or("");
-            for o in others {
-                if o.earlier {
-                    if let Some(rule) =
-                        crate::names::compare(name, &o.name, names.max_edit_distance)
-                    {
-                        findings.push(finding(
-                            rule,
-                            "name_collision",
-                            Severity::Medium,
-                            "$.name",
-                            format!("{name:?} vs {}/{:?}", o.server, o.name),
-                        ));
-                        match names.action {
-                            NameAction::Namespace => {}
-                            NameAction::Hide => hide = true,
-                            NameAction::Hold => hold = true,
-                        }
-                    }
-                }
-                if o.name != name && crate::names::mentions(description, &o.name) {
-                    findings.push(finding(
-                        "names.shadowing",
+            let hits = crate::names::check(
+                name,
+                description,
+                others
+                    .iter()
+                    .map(|o| (o.server.as_str(), o.name.as_str(), o.relation)),
+                names.max_edit_distance,
+            );
+            for h in &hits {
+                let (category, severity, path, policy) = if h.rule == "names.shadowing" {
+                    (
                         "shadowing",
                         Severity::High,
                         "$.description",
-                        format!("names {}/{:?}", o.server, o.name),
-                    ));
-                    match names.shadowing {
-                        NameAction::Namespace => {}
-                        NameAction::Hide => hide = true,
-                        NameAction::Hold => hold = true,
-                    }
+                        names.shadowing,
+                    )
+                } else if h.is_lookalike() {
+                    (
+                        "name_collision",
+                        Severity::Medium,
+                        "$.name",
+                        names.lookalike,
+                    )
+                } else {
+                    ("name_collision", Severity::Medium, "$.name", names.action)
+                };
+                let excerpt = if h.rule == "names.shadowing" {
+                    format!("names {}/{:?}", h.other_server, h.other_name)
+                } else {
+                    format!("{name:?} vs {}/{:?}", h.other_server, h.other_name)
+                };
+                let mut f = finding(h.rule, category, severity, path, excerpt);
+                if let Some((start, end)) = h.span {
+                    f.span = portcullis_core::Span { start, end };
+                }
+                findings.push(f);
+                match policy {
+                    NameAction::Namespace => {}
+                    NameAction::Hide => hide = true,
+                    NameAction::Hold => hold = true,
                 }
             }
-            if !findings.is_empty() {
+            if !hits.is_empty() {
                 reasons.push(format!(
-                    "names: {} finding(s) against other servers' tools; policy {:?}/{:?}",
-                    findings.len(),
+                    "names: {} finding(s) against other tools; policy {:?} (collisions), {:?} (look-alikes), {:?} (shadowing)",
+                    hits.len(),
                     names.action,
+                    names.lookalike,
                     names.shadowing
                 ));
             }

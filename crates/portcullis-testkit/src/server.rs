@@ -370,12 +370,24 @@ impl TestServer {
                 "inputSchema": object_schema(json!({"ms": {"type": "integer", "minimum": 0, "maximum": MAX_SLOW_MS}}), &["ms"])
             }));
         }
+        let copies: Vec<Value> = self
+            .options
+            .extras
+            .copies
+            .iter()
+            .filter_map(|(old, new)| {
+                let mut copy = tools.iter().find(|t| t["name"] == old.as_str())?.clone();
+                copy["name"] = Value::String(new.clone());
+                Some(copy)
+            })
+            .collect();
         for tool in &mut tools {
             let listed = self.listed_name(tool.get("name").and_then(Value::as_str).unwrap_or(""));
             if let Some(o) = tool.as_object_mut() {
                 o.insert("name".into(), Value::String(listed));
             }
         }
+        tools.extend(copies);
         tools
     }
 
@@ -395,12 +407,13 @@ impl TestServer {
             .unwrap_or_else(|| name.to_string())
     }
 
-    /// The tool a listed name stands for (before `--rename`).
+    /// The tool a listed name stands for (before `--rename`, or a `--copy`).
     fn original_name(&self, listed: &str) -> String {
-        self.options
-            .extras
+        let extras = &self.options.extras;
+        extras
             .renames
             .iter()
+            .chain(&extras.copies)
             .find(|(_, new)| new == listed)
             .map(|(old, _)| old.clone())
             .unwrap_or_else(|| listed.to_string())

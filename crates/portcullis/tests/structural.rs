@@ -346,7 +346,7 @@ async fn confusable_and_suffixed_names_across_servers_are_found_and_hidden() {
             "--rename",
             "echo=echo v1",
         ],
-        "[names]\naction = \"hide\"",
+        "[names]\naction = \"hide\"\nlookalike = \"hide\"",
     )
     .await;
     let names: Vec<String> = tools(&p)
@@ -388,6 +388,68 @@ async fn confusable_and_suffixed_names_across_servers_are_found_and_hidden() {
         .any(|r| r["server"] == "beta" && r["action"] == "deny"));
     // The first server keeps its names: nothing of alpha is flagged.
     assert!(!recs.iter().any(|r| r["server"] == "alpha"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn look_alikes_and_same_server_copies_are_held_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    // alpha lists read_note twice: as itself and, a copy, as `read_note v1`
+    // (MSB's same-server name collision). beta lists echo (an exact collision,
+    // told apart by the namespace) and add as `аdd` (Cyrillic а: a look-alike).
+    let p = pair(
+        dir.path(),
+        &["--profile", "benign", "--copy", "read_note=read_note v1"],
+        &["--profile", "benign", "--rename", "add=\u{430}dd"],
+        "",
+    )
+    .await;
+    let names: Vec<String> = tools(&p)
+        .await
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    for shown in [
+        "alpha__read_note",
+        "alpha__echo",
+        "beta__echo",
+        "alpha__add",
+    ] {
+        assert!(names.contains(&shown.to_string()), "{shown}: {names:?}");
+    }
+    for held in ["alpha__read_note v1", "beta__\u{430}dd"] {
+        assert!(!names.contains(&held.to_string()), "{held}: {names:?}");
+    }
+    let err = call(&p, "alpha__read_note v1", json!({"name": "readme"}))
+        .await
+        .expect_err("held");
+    assert_eq!(err.code.0, -32050);
+    let id = review_id(&err);
+    let shown = review(&p.state, &["show", &id.to_string()]);
+    assert!(shown.contains("names.suffix"), "{shown}");
+    let recs = structural_records(&p.audit);
+    let rule_of = |server: &str, tool: &str| -> Vec<String> {
+        recs.iter()
+            .filter(|r| r["server"] == server && r["tool"] == tool)
+            .flat_map(|r| {
+                r["stages"][0]["findings"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .map(|f| f["rule"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(rule_of("alpha", "read_note v1"), ["names.suffix"]);
+    assert_eq!(rule_of("beta", "\u{430}dd"), ["names.confusable"]);
+    assert_eq!(rule_of("beta", "echo"), ["names.collision"]);
+    // The original of the copy is not flagged.
+    assert!(rule_of("alpha", "read_note").is_empty());
+    // Approved, the copy is listed and answers.
+    review(&p.state, &["approve", &id.to_string()]);
+    let r = call(&p, "alpha__read_note v1", json!({"name": "readme"}))
+        .await
+        .unwrap();
+    assert!(text_of(&r).contains("readme note"), "{r}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

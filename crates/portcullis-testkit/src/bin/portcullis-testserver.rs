@@ -43,6 +43,20 @@ struct Args {
     /// List a tool under another name: OLD=NEW (repeatable).
     #[arg(long = "rename", value_name = "OLD=NEW")]
     renames: Vec<String>,
+    /// List a tool a second time under another name: OLD=NEW (repeatable).
+    #[arg(long = "copy", value_name = "OLD=NEW")]
+    copies: Vec<String>,
+}
+
+fn pairs(flag: &str, values: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    values
+        .iter()
+        .map(|r| {
+            r.split_once('=')
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .with_context(|| format!("{flag} {r:?}: expected OLD=NEW"))
+        })
+        .collect()
 }
 
 fn main() -> anyhow::Result<()> {
@@ -69,15 +83,8 @@ fn main() -> anyhow::Result<()> {
             quietpull: args.quietpull,
             quietpull_stage: args.quietpull_stage,
             overpriv: args.overpriv,
-            renames: args
-                .renames
-                .iter()
-                .map(|r| {
-                    r.split_once('=')
-                        .map(|(a, b)| (a.to_string(), b.to_string()))
-                        .with_context(|| format!("--rename {r:?}: expected OLD=NEW"))
-                })
-                .collect::<anyhow::Result<_>>()?,
+            renames: pairs("--rename", &args.renames)?,
+            copies: pairs("--copy", &args.copies)?,
         },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
