@@ -205,8 +205,6 @@ fn python_and_typescript_clients_over_http_gateway_to_server_everything() {
 }
 
 #[test]
-#[ignore = "known false positive: the balanced detector withholds server-filesystem's \
-            read_text_file definition (open bug, see the issue 6 closing note); run with --ignored"]
 fn filesystem_server_reads_a_file_through_the_gateway() {
     require_interop();
     let files = tempfile::tempdir().unwrap();
