@@ -3,8 +3,9 @@
 //! `tests/interop/ts_client.mjs`) as a child process and parsing its one JSON object.
 //!
 //! `.interop/` is installed by `scripts/setup-interop.sh`; the test server binary by
-//! `cargo build -p portcullis-testkit`. Tests that need them should check
-//! [`interop_available`] / [`testserver_bin`] and be `#[ignore]`d by default.
+//! `cargo build -p portcullis-testkit`. Tests that need them assert
+//! [`interop_available`] / [`testserver_bin`] and fail with that instruction: `make
+//! test` (and so CI) runs the set-up first, so they always run there.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
