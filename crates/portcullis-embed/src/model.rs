@@ -22,6 +22,12 @@ pub const REQUIRED_FILES: &[&str] = &[
 /// Most sequences one forward pass takes (sentence-transformers' default batch size).
 pub const MAX_BATCH: usize = 32;
 
+/// Fewest sequences a parallel worker is given (below that, one forward pass).
+const MIN_PER_WORKER: usize = 4;
+
+/// An embedding and the position of its sequence in the call.
+type Indexed = (usize, Vec<f32>);
+
 /// A loaded embedding model. Immutable after loading; `embed*` take `&self`.
 pub struct Embedder {
     model: BertModel,
@@ -32,6 +38,18 @@ pub struct Embedder {
     sep: u32,
     device: Device,
     dir: PathBuf,
+    /// Forward passes run side by side (see [`Embedder::embed_sequences`]).
+    workers: usize,
+}
+
+/// One worker per core candle may use: `RAYON_NUM_THREADS` when set (the
+/// benchmark sets it), else the cores available.
+fn worker_count() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 impl std::fmt::Debug for Embedder {
@@ -119,6 +137,7 @@ impl Embedder {
             sep,
             device,
             dir: dir.to_path_buf(),
+            workers: worker_count(),
         })
     }
 
@@ -164,14 +183,49 @@ impl Embedder {
     /// sorted by length and batched (at most [`MAX_BATCH`] per forward pass), so
     /// that a batch pads to lengths that differ little; results come back in input
     /// order.
+    ///
+    /// With several cores and enough sequences, the sorted sequences are dealt
+    /// round-robin to one worker per core (each gets the same mix of lengths) and
+    /// the workers run their forward passes side by side: candle parallelizes its
+    /// matrix products but not the element-wise work (GELU, softmax, layer norm)
+    /// that a big batch spends much of its time in.
     pub fn embed_sequences(&self, seqs: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut order: Vec<usize> = (0..seqs.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(seqs[i].len()));
+        let workers = self.workers.min(seqs.len() / MIN_PER_WORKER).max(1);
+        let shares: Vec<Vec<usize>> = (0..workers)
+            .map(|w| order.iter().skip(w).step_by(workers).copied().collect())
+            .collect();
+        let run = |share: &[usize]| -> Result<Vec<Indexed>, EmbedError> {
+            let mut done = Vec::with_capacity(share.len());
+            for group in share.chunks(MAX_BATCH) {
+                let batch: Vec<&[u32]> = group.iter().map(|&i| seqs[i].as_slice()).collect();
+                let embs = self.forward_batch(&batch)?;
+                done.extend(group.iter().copied().zip(embs));
+            }
+            Ok(done)
+        };
+        let results: Vec<Result<Vec<Indexed>, EmbedError>> = if workers == 1 {
+            vec![run(&order)]
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = shares
+                    .iter()
+                    .map(|share| scope.spawn(|| run(share)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(EmbedError::Inference("an embedding worker panicked".into()))
+                        })
+                    })
+                    .collect()
+            })
+        };
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); seqs.len()];
-        for group in order.chunks(MAX_BATCH) {
-            let batch: Vec<&[u32]> = group.iter().map(|&i| seqs[i].as_slice()).collect();
-            let embs = self.forward_batch(&batch)?;
-            for (&i, e) in group.iter().zip(embs) {
+        for r in results {
+            for (i, e) in r? {
                 out[i] = e;
             }
         }
