@@ -59,20 +59,10 @@ async fn list_inner(
 ) -> Result<ServerSnapshot, String> {
     match (&config.command, &config.url) {
         (Some(command), None) => {
-            let mut cmd = tokio::process::Command::new(command);
-            // Arguments are handed to the OS one by one, never re-joined.
-            cmd.args(&config.args)
-                .envs(&config.env)
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .kill_on_drop(true);
-            if let Some(dir) = &config.cwd {
-                cmd.current_dir(dir);
-            }
-            let mut child = cmd
-                .spawn()
-                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            let mut child =
+                crate::upstream::stdio_command(config, command, std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("cannot start `{command}`: {e}"))?;
             if let Some(mut err) = child.stderr.take() {
                 tokio::spawn(async move {
                     let mut buf = [0u8; 4096];

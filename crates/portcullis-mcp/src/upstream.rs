@@ -215,17 +215,7 @@ async fn open(
     };
     match (&config.command, &config.url) {
         (Some(command), None) => {
-            let mut cmd = tokio::process::Command::new(command);
-            // Arguments are handed to the OS one by one, never re-joined.
-            cmd.args(&config.args)
-                .envs(&config.env)
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::inherit())
-                .kill_on_drop(true);
-            if let Some(dir) = &config.cwd {
-                cmd.current_dir(dir);
-            }
+            let mut cmd = stdio_command(config, command, std::process::Stdio::inherit());
             let mut child = cmd.spawn().map_err(|source| UpstreamError::Spawn {
                 server: config.name.clone(),
                 command: command.clone(),
@@ -298,4 +288,25 @@ pub fn result_name(r: &ServerResult) -> &'static str {
         ServerResult::CallToolResult(_) => "tools/call",
         _ => "other",
     }
+}
+
+/// The child process of a stdio server entry: its arguments handed to the OS one
+/// by one (never re-joined), its environment and working directory, stdin and
+/// stdout piped, killed when dropped; `stderr` as the caller wants it.
+pub(crate) fn stdio_command(
+    config: &ServerConfig,
+    command: &str,
+    stderr: std::process::Stdio,
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(&config.args)
+        .envs(&config.env)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(stderr)
+        .kill_on_drop(true);
+    if let Some(dir) = &config.cwd {
+        cmd.current_dir(dir);
+    }
+    cmd
 }
