@@ -23,7 +23,7 @@ use crate::config::{NamesConfig, RedirectionConfig};
 use crate::inspect::STAGE_STRUCTURAL;
 use crate::pins;
 use crate::store::{Store, StoreError};
-use crate::structural::{finding, pin_kind, short};
+use crate::structural::{change_findings, finding, pin_kind};
 use portcullis_core::{
     sha256_hex, Action, Channel, DecisionRecord, Finding, Item, Severity, Span, StageOutput, Status,
 };
@@ -417,19 +417,7 @@ pub fn analyze(
             if let Some(p) = &pin {
                 match p.state {
                     PinState::Changed => {
-                        for c in &p.changes {
-                            findings.push(finding(
-                                "pin.changed",
-                                "pin",
-                                Severity::High,
-                                &c.path,
-                                format!(
-                                    "{} -> {}",
-                                    short(c.before.as_ref()),
-                                    short(c.after.as_ref())
-                                ),
-                            ));
-                        }
+                        findings.extend(change_findings("pin.changed", &p.changes));
                         reasons.push(format!(
                             "pins: the definition changed since the last audit ({} field(s))",
                             p.changes.len()

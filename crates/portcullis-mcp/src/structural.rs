@@ -1191,7 +1191,7 @@ fn taint_cutoff(config: &GatewayConfig) -> u64 {
 }
 
 /// One finding per changed field.
-fn change_findings(rule: &str, changes: &[pins::Change]) -> Vec<Finding> {
+pub fn change_findings(rule: &str, changes: &[pins::Change]) -> Vec<Finding> {
     changes
         .iter()
         .map(|c| {
