@@ -1,4 +1,4 @@
-use crate::{CoreError, Severity};
+use crate::{CoreError, ReviewConfig, Severity};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -198,6 +198,9 @@ pub struct Config {
     /// Absent from a file = disabled (older presets and configurations parse).
     #[serde(default)]
     pub embedding: EmbeddingConfig,
+    /// The LLM review stage; absent from a file = disabled.
+    #[serde(default)]
+    pub review: ReviewConfig,
     pub allow: Vec<AllowEntry>,
 }
 
@@ -216,6 +219,8 @@ struct ConfigFile {
     egress: Option<EgressFile>,
     lexical: Option<LexicalFile>,
     embedding: Option<EmbeddingConfig>,
+    /// Merged key by key onto the preset's `[review]` (see `merge_review`).
+    review: Option<toml::Table>,
     #[serde(default)]
     allow: Vec<AllowEntry>,
 }
@@ -238,6 +243,35 @@ struct EgressFile {
     entropy_bits: Option<f64>,
     entropy_min_len: Option<usize>,
     result_weight: Option<f64>,
+}
+
+/// `[review]` in a file changes only the keys it gives (tables such as `moves`
+/// key by key too): a file that says `enabled = true` keeps the preset's
+/// calibrated band. Unknown keys are errors.
+fn merge_review(
+    preset: &ReviewConfig,
+    file: toml::Table,
+    origin: &str,
+) -> Result<ReviewConfig, CoreError> {
+    fn merge(base: &mut toml::Table, over: toml::Table) {
+        for (k, v) in over {
+            match (base.get_mut(&k), v) {
+                (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+                (_, v) => {
+                    base.insert(k, v);
+                }
+            }
+        }
+    }
+    let err = |message: String| CoreError::ConfigParse {
+        path: origin.to_string(),
+        message: format!("[review]: {message}"),
+    };
+    let mut base = toml::Table::try_from(preset).map_err(|e| err(e.to_string()))?;
+    merge(&mut base, file);
+    toml::Value::Table(base)
+        .try_into()
+        .map_err(|e: toml::de::Error| err(e.to_string()))
 }
 
 impl Default for Config {
@@ -297,6 +331,9 @@ impl Config {
         if let Some(e) = file.embedding {
             cfg.embedding = e;
         }
+        if let Some(r) = file.review {
+            cfg.review = merge_review(&cfg.review, r, origin)?;
+        }
         cfg.allow = file.allow;
         cfg.validate()?;
         Ok(cfg)
@@ -349,6 +386,7 @@ impl Config {
                 self.embedding.chunk_tokens
             )));
         }
+        self.review.validate()?;
         if !(self.egress.entropy_bits.is_finite() && self.egress.entropy_bits > 0.0) {
             return Err(CoreError::ConfigInvalid(
                 "egress.entropy_bits must be a positive number".into(),
@@ -444,6 +482,29 @@ mod tests {
         assert_eq!(cfg.lexical.weight, 0.5);
         let e = Config::from_toml_str("[lexical]\nenabeld = false\n", "t.toml");
         assert!(e.unwrap_err().to_string().contains("enabeld"));
+    }
+
+    #[test]
+    fn a_review_section_keeps_the_presets_band_and_other_keys() {
+        let preset = Config::default().review;
+        assert!(!preset.enabled && preset.band.is_some());
+        let cfg = Config::from_toml_str(
+            "[review]\nenabled = true\n[review.moves.deescalate]\nallowed = true\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert!(cfg.review.enabled);
+        assert_eq!(cfg.review.band, preset.band);
+        assert!(cfg.review.moves.deescalate.allowed);
+        assert_eq!(
+            cfg.review.moves.deescalate.min_confidence,
+            preset.moves.deescalate.min_confidence
+        );
+        assert_eq!(cfg.review.moves.escalate, preset.moves.escalate);
+        let e = Config::from_toml_str("[review]\nenabeld = true\n", "t.toml");
+        assert!(e.unwrap_err().to_string().contains("enabeld"));
+        let e = Config::from_toml_str("[review]\nband = [0.9, 0.2]\n", "t.toml");
+        assert!(e.unwrap_err().to_string().contains("band"));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-use crate::{Channel, Thresholds};
+use crate::{Channel, ReviewRecord, Thresholds};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -139,7 +139,8 @@ pub struct NeighbourEvidence {
 }
 
 /// One decision, as appended to the audit log. Top-level keys are fixed: other
-/// tools read them (schema in `schemas/decision-record.schema.json`).
+/// tools read them (schema in `schemas/decision-record.schema.json`); `review` is
+/// the one optional key, present when the LLM review stage is enabled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DecisionRecord {
     pub id: String,
@@ -160,6 +161,9 @@ pub struct DecisionRecord {
     pub action: Action,
     pub reasons: Vec<String>,
     pub latency_us: u64,
+    /// What the LLM review stage did (present whenever the stage is enabled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewRecord>,
 }
 
 impl DecisionRecord {

@@ -5,6 +5,7 @@
 use crate::extract;
 use crate::normalize::{normalize, TextKind};
 use crate::policy;
+use crate::review::ReviewStage;
 use crate::rules::{RuleSet, Target};
 use crate::stages::{self, Stage, StageInput};
 use crate::DetectError;
@@ -43,6 +44,8 @@ pub struct Detector {
     config: Config,
     rules: Arc<RuleSet>,
     stages: Vec<Box<dyn Stage>>,
+    /// The LLM review, after fusion (when `review.enabled`).
+    review: Option<ReviewStage>,
     config_hash: String,
 }
 
@@ -87,11 +90,17 @@ impl Detector {
         config.validate()?;
         let rules = Arc::new(rules);
         let stages = stages::registry(&config, rules.clone())?;
+        let review = if config.review.enabled {
+            Some(ReviewStage::new(&config)?)
+        } else {
+            None
+        };
         let config_hash = config.hash_with(rules.fingerprint());
         Ok(Detector {
             config,
             rules,
             stages,
+            review,
             config_hash,
         })
     }
@@ -111,6 +120,11 @@ impl Detector {
 
     pub fn rules(&self) -> &RuleSet {
         &self.rules
+    }
+
+    /// The review stage, when enabled.
+    pub fn review(&self) -> Option<&ReviewStage> {
+        self.review.as_ref()
     }
 
     /// Names of the stages after normalization, in order.
@@ -284,14 +298,26 @@ impl Detector {
         let masked = masks.last().map(|(_, m)| m.clone());
         let score = policy::fuse(weighted);
         let thresholds = self.config.thresholds;
-        let status = policy::decide(score, &thresholds);
+        let mut status = policy::decide(score, &thresholds);
+        let reviewed = self
+            .review
+            .as_ref()
+            .map(|r| r.apply(h.channel, score, status, || review_text(items)));
+        if let Some(r) = &reviewed {
+            status = r.status;
+        }
         let action = match status {
             Status::Block => Action::Deny,
             Status::Review => Action::Hold,
             Status::Allow if masked.is_some() => Action::Mask,
             Status::Allow => Action::Pass,
         };
-        let reasons = reasons(&stage_outputs, score, status, &thresholds, masked.is_some());
+        let before = reviewed.as_ref().map_or(status, |r| r.record.before);
+        let mut reasons = reasons(&stage_outputs, score, before, &thresholds, masked.is_some());
+        let review = reviewed.map(|r| {
+            reasons.extend(r.reason);
+            r.record
+        });
         Inspection {
             record: DecisionRecord {
                 id: meta.id,
@@ -311,6 +337,7 @@ impl Detector {
                 action,
                 reasons,
                 latency_us: micros(started),
+                review,
             },
             masked,
             masks,
@@ -327,6 +354,19 @@ pub fn kind_and_target(channel: Channel, is_key: bool) -> (TextKind, Target) {
         (Channel::ToolName, _) => (TextKind::Identifier, Target::ToolName),
         _ => (TextKind::Prose, Target::Text),
     }
+}
+
+/// What the reviewer reads: each item's text, a walked field's prefixed by its
+/// JSON path (so a tool definition reads as `description: …`, `inputSchema…: …`).
+fn review_text(items: &[Item]) -> String {
+    items
+        .iter()
+        .map(|i| match &i.path {
+            Some(p) => format!("{p}: {}", i.text),
+            None => i.text.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn micros(t: Instant) -> u64 {

@@ -29,22 +29,9 @@ include!(concat!(env!("OUT_DIR"), "/embedded_head.rs"));
 /// repository this binary was built from).
 pub const DEFAULT_MODELS_DIR: &str = "models/all-MiniLM-L6-v2";
 
-/// Resolve a configured models directory: absolute paths and paths that exist
-/// relative to the working directory are used as they are; otherwise a relative
-/// path is taken relative to the source tree this binary was built from (so tests
-/// and `cargo run` work from any folder of the repository).
+/// Resolve a configured models directory (see [`portcullis_core::resolve_repo_path`]).
 pub fn resolve_models_dir(configured: &str) -> PathBuf {
-    let p = PathBuf::from(configured);
-    if p.is_absolute() || p.exists() {
-        return p;
-    }
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let in_repo = repo.join(&p);
-    if in_repo.exists() {
-        in_repo
-    } else {
-        p
-    }
+    portcullis_core::resolve_repo_path(configured)
 }
 
 /// How one chunk scored.

@@ -657,6 +657,7 @@ fn structural_record(
         action,
         reasons,
         latency_us: 0,
+        review: None,
     }
 }
 

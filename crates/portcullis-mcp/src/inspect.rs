@@ -120,7 +120,8 @@ impl Inspector {
 
     /// Run the detector on an input of `bytes` bytes. Small inputs run on the
     /// calling task (a hop to the blocking pool costs more than inspecting them, and
-    /// the normalization caps bound their work); larger ones run off the async
+    /// the normalization caps bound their work); larger ones, and every input when
+    /// the LLM review stage is on (a review waits on a model), run off the async
     /// threads under the inspection timeout. A panic or timeout becomes a held (or,
     /// fail-open, allowed) synthetic record.
     async fn run<F>(
@@ -136,7 +137,7 @@ impl Inspector {
     {
         let meta = self.meta();
         let fallback_meta = meta.clone();
-        let failure = if bytes <= INLINE_BYTES {
+        let failure = if bytes <= INLINE_BYTES && self.detector.review().is_none() {
             let detector = &self.detector;
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(detector, meta))) {
                 Ok(inspection) => return inspection,
@@ -557,6 +558,7 @@ pub fn gateway_record(
         action,
         reasons,
         latency_us: 0,
+        review: None,
     }
 }
 
