@@ -61,6 +61,8 @@ pub struct SubsetReport {
     pub duplicates: Duplicates,
     /// Per configuration: rows of stratified metrics.
     pub strata: Vec<(String, Vec<StratumRow>)>,
+    /// Per configuration with the LLM review stage on: what it did.
+    pub review: Vec<crate::review::ReviewSummary>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -220,6 +222,8 @@ struct Scored<'a> {
     item: &'a EvalItem,
     status: Status,
     score: f64,
+    /// The decision record (absent for synthetic rows of baselines).
+    record: Option<&'a DecisionRecord>,
 }
 
 /// Build the report from the records of one or more configurations.
@@ -334,6 +338,7 @@ fn scored_of<'a>(
                 item,
                 status: rec.status,
                 score: rec.score,
+                record: Some(rec),
             }),
             (outcome, _) => errors.push(ErrorEntry {
                 id: d.id.clone(),
@@ -383,11 +388,22 @@ fn subset_report(
         .iter()
         .map(|(config, scored, ..)| (config.clone(), strata_rows(scored)))
         .collect();
+    let review = per
+        .iter()
+        .filter_map(|(config, scored, ..)| {
+            let pairs: Vec<_> = scored
+                .iter()
+                .filter_map(|s| s.record.map(|r| (s.item, r)))
+                .collect();
+            crate::review::summary(config, &pairs)
+        })
+        .collect();
     SubsetReport {
         name: name.to_string(),
         records: items.len(),
         detectors,
         paired,
+        review,
         frame_only: frame_baseline(items, families),
         duplicates: duplicates(items, configs),
         strata,
@@ -843,7 +859,8 @@ fn strata_rows(scored: &[Scored]) -> Vec<StratumRow> {
 }
 
 /// A decision with everything that may legitimately vary between passes removed
-/// (position, time, latencies).
+/// (position, time, latencies, and whether a review verdict came from the cache —
+/// the verdict itself must not vary).
 pub fn fingerprint(outcome: Outcome, d: Option<&DecisionRecord>, error: Option<&str>) -> String {
     match d {
         Some(d) => {
@@ -853,6 +870,10 @@ pub fn fingerprint(outcome: Outcome, d: Option<&DecisionRecord>, error: Option<&
             d.latency_us = 0;
             for s in &mut d.stages {
                 s.latency_us = 0;
+            }
+            if let Some(r) = &mut d.review {
+                r.latency_us = 0;
+                r.cached = false;
             }
             serde_json::to_string(&d).unwrap_or_default()
         }
@@ -1025,6 +1046,7 @@ mod tests {
                 item,
                 status: Status::Allow,
                 score,
+                record: None,
             })
             .collect();
         let c = curves(&scored, 0.4, 0.85);
@@ -1069,6 +1091,7 @@ mod tests {
                     Status::Review
                 },
                 score: 0.5,
+                record: None,
             })
             .collect();
         let rows = strata_rows(&scored);

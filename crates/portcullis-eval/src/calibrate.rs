@@ -72,9 +72,55 @@ pub fn choose(scored: &[(f64, Label)], target_fpr: f64, target_referral: f64) ->
     }
 }
 
+/// The LLM review stage's band: `[review, high)` with `high` the highest
+/// candidate up to `block` whose share of records with `review <= score < high` is
+/// at most `target_share` — the least confident REVIEWs, the items a second opinion
+/// is for. Returns the band and the share it achieves.
+pub fn review_band(scored: &[(f64, Label)], t: Thresholds, target_share: f64) -> ([f64; 2], f64) {
+    let all: Vec<f64> = scored.iter().map(|s| s.0).collect();
+    let share = |hi: f64| {
+        if all.is_empty() {
+            0.0
+        } else {
+            all.iter().filter(|s| **s >= t.review && **s < hi).count() as f64 / all.len() as f64
+        }
+    };
+    let mut cands = candidates(&all);
+    cands.push(t.block);
+    let high = cands
+        .into_iter()
+        .filter(|h| *h > t.review && *h <= t.block && share(*h) <= target_share)
+        .fold(f64::NAN, f64::max);
+    // Nothing fits (or no REVIEW band at all): the narrowest band, which refers nothing
+    // but a score exactly at the review threshold.
+    let high = if high.is_finite() {
+        high
+    } else {
+        (t.review + f64::EPSILON).min(1.0)
+    };
+    ([t.review, high], share(high))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_review_band_holds_at_most_its_share() {
+        let scored: Vec<(f64, Label)> = (0..100)
+            .map(|i| (i as f64 / 100.0, Label::Benign))
+            .collect();
+        let t = Thresholds {
+            review: 0.5,
+            block: 0.9,
+        };
+        let (band, share) = review_band(&scored, t, 0.05);
+        assert_eq!(band[0], 0.5);
+        assert!((0.04..=0.05).contains(&share), "{band:?} {share}");
+        assert!(band[1] > 0.53 && band[1] <= 0.55, "{band:?}");
+        let (band, share) = review_band(&scored, t, 1.0);
+        assert_eq!((band[1], share), (0.9, 0.4));
+    }
 
     #[test]
     fn thresholds_meet_their_targets_on_the_calibration_set() {

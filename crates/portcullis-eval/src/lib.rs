@@ -8,6 +8,7 @@ pub mod input;
 pub mod metrics;
 pub mod records;
 pub mod render;
+pub mod review;
 pub mod run;
 pub mod train;
 pub mod train_embedding;

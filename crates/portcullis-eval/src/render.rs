@@ -194,6 +194,7 @@ fn subset_section(w: &mut String, sub: &SubsetReport, r: &Report, charts: bool) 
             p(&d.block_precision)
         );
     }
+    review_section(w, sub);
     let _ = writeln!(
         w,
         "\n### Lineage-group bootstrap (percentile, {} replicates, seed {}; printed, not asserted)\n",
@@ -417,6 +418,87 @@ fn subset_section(w: &mut String, sub: &SubsetReport, r: &Report, charts: bool) 
         );
         for e in d.errors.iter().take(100) {
             let _ = writeln!(w, "  - `{}` {:?}: {}", e.id, e.outcome, cell(&e.message));
+        }
+    }
+}
+
+/// What the LLM review stage did: share sent, transitions, both conventions
+/// without and with it, cost.
+fn review_section(w: &mut String, sub: &SubsetReport) {
+    for v in &sub.review {
+        let pol = &v.policy;
+        let mv = |m: &portcullis_core::Move| {
+            if m.allowed {
+                format!("allowed at confidence >= {:.2}", m.min_confidence)
+            } else {
+                "not allowed".into()
+            }
+        };
+        let _ = writeln!(w, "\n### LLM review stage: `{}`\n", cell(&v.config));
+        let _ = writeln!(
+            w,
+            "- policy: backend {} ({}), template {}, band [{:.3}, {:.3}), channels {:?}, timeout {} ms",
+            pol.backend,
+            cell(&pol.model),
+            &pol.template_sha256[..pol.template_sha256.len().min(12)],
+            pol.band[0],
+            pol.band[1],
+            pol.channels.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+            pol.timeout_ms
+        );
+        let _ = writeln!(
+            w,
+            "- moves: escalate to BLOCK {}; hold an ALLOW in REVIEW {}; de-escalate to ALLOW {}",
+            mv(&pol.moves.escalate),
+            mv(&pol.moves.hold),
+            mv(&pol.moves.deescalate)
+        );
+        let _ = writeln!(
+            w,
+            "- sent to the model: {}; verdicts: {} injection, {} benign, {} without a verdict (held); verdicts that match the label: {}",
+            p(&v.sent),
+            v.verdicts_injection,
+            v.verdicts_benign,
+            v.errors,
+            p(&v.verdict_accuracy)
+        );
+        let _ = writeln!(
+            w,
+            "- cost per invocation (cache hits excluded, first pass): n = {}, p50 {:.0} ms, p95 {:.0} ms, p99 {:.0} ms, mean {:.0} ms\n",
+            v.cost.n,
+            v.cost.p50_us / 1000.0,
+            v.cost.p95_us / 1000.0,
+            v.cost.p99_us / 1000.0,
+            v.cost.mean_us / 1000.0
+        );
+        let _ = writeln!(
+            w,
+            "Transitions, final state without the review (rows) → with it (columns):\n\n| label | without \\ with | ALLOW | REVIEW | BLOCK |\n|---|---|---|---|---|"
+        );
+        for (label, m) in [("malicious", &v.malicious), ("benign", &v.benign)] {
+            for (i, row) in ["ALLOW", "REVIEW", "BLOCK"].iter().enumerate() {
+                let _ = writeln!(
+                    w,
+                    "| {label} | {row} | {} | {} | {} |",
+                    m[i][0], m[i][1], m[i][2]
+                );
+            }
+        }
+        let _ = writeln!(
+            w,
+            "\n| | flag recall | flag FPR | denial recall | denial FPR | BLOCK precision | REVIEW share |\n|---|---|---|---|---|---|---|"
+        );
+        for (name, s) in [("without review", &v.without), ("with review", &v.with)] {
+            let _ = writeln!(
+                w,
+                "| {name} | {} | {} | {} | {} | {} | {} |",
+                p(&s.flag.recall),
+                p(&s.flag.fpr),
+                p(&s.denial.recall),
+                p(&s.denial.fpr),
+                p(&s.block_precision),
+                p(&s.review_share)
+            );
         }
     }
 }

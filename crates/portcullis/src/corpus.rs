@@ -227,6 +227,10 @@ pub struct CalibrateArgs {
     /// Highest acceptable share of dev records that end in REVIEW.
     #[arg(long)]
     pub target_referral: f64,
+    /// Highest share of dev records in the LLM review stage's band (written as
+    /// `review.band`, the least confident REVIEWs; the stage stays off).
+    #[arg(long, default_value_t = 0.05)]
+    pub review_share: f64,
     /// Configuration file to write.
     #[arg(long)]
     pub out: PathBuf,
@@ -238,6 +242,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
     for (name, v) in [
         ("--target-fpr", args.target_fpr),
         ("--target-referral", args.target_referral),
+        ("--review-share", args.review_share),
     ] {
         if !(0.0..=1.0).contains(&v) {
             bail!("{name} must be within [0, 1], got {v}");
@@ -268,16 +273,25 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
         bail!("{errors} dev record(s) could not be scored; not calibrating on a partial set");
     }
     let c = calibrate::choose(&scored, args.target_fpr, args.target_referral);
+    let (band, band_share) = calibrate::review_band(&scored, c.thresholds, args.review_share);
     let mut config: Config = detector.config().clone();
     config.thresholds = c.thresholds;
+    config.review.band = Some(band);
     config.validate()?;
     let body = toml::to_string_pretty(&config).context("serializing configuration")?;
     let header = format!(
         "# Written by `portcullis calibrate` — do not edit the thresholds by hand.\n\
          # corpus_sha256 = {sha}\n# split = dev ({} records)\n\
          # target_fpr = {}, target_referral = {}\n\
-         # achieved on dev: block FPR = {:.4}, referral rate = {:.4}\n",
-        c.records, args.target_fpr, args.target_referral, c.block_fpr, c.referral_rate
+         # achieved on dev: block FPR = {:.4}, referral rate = {:.4}\n\
+         # review.band: target share {}, achieved on dev {:.4}\n",
+        c.records,
+        args.target_fpr,
+        args.target_referral,
+        c.block_fpr,
+        c.referral_rate,
+        args.review_share,
+        band_share
     );
     std::fs::write(&args.out, format!("{header}{body}"))
         .with_context(|| format!("writing {}", args.out.display()))?;
