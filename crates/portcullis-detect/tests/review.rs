@@ -103,8 +103,12 @@ fn items_outside_the_band_are_not_referred_but_the_policy_is_on_record() {
     assert!(!r.referred);
     assert_eq!(r.outcome, "not referred");
     assert_eq!(rec.status, Status::Allow);
-    let t = d.config().thresholds;
-    assert_eq!(r.policy.band, [t.review, t.block]);
+    // The preset's calibrated band starts at the REVIEW threshold; this item's fused
+    // score is below it.
+    let band = d.config().review.band.expect("the preset carries a band");
+    assert_eq!(r.policy.band, band);
+    assert_eq!(band[0], d.config().thresholds.review);
+    assert!(rec.score < band[0], "{}", rec.score);
     assert!(r.verdict.is_none() && r.raw.is_none());
 }
 
@@ -125,6 +129,14 @@ fn no_verdict_in_time_holds_the_item_never_allows_it() {
         "{r:?}"
     );
     assert_eq!(rec.status, Status::Review);
+}
+
+#[test]
+fn without_a_band_the_whole_review_band_is_referred() {
+    let d = detector(|c| c.review.band = None).unwrap_or_else(|e| panic!("{e}"));
+    let t = d.config().thresholds;
+    let policy = d.review().expect("enabled").policy();
+    assert_eq!(policy.band, [t.review, t.block]);
 }
 
 #[test]

@@ -128,10 +128,13 @@ impl Backend for Endpoint {
             }
         })?;
         let status = resp.status();
-        let reply: Value = resp.json().map_err(|e| self.err(e))?;
+        let body = resp.text().map_err(|e| self.err(e))?;
         if !status.is_success() {
-            return Err(self.err(format!("HTTP {status}: {reply}")));
+            let body: String = body.chars().take(200).collect();
+            return Err(self.err(format!("HTTP {status}: {body}")));
         }
+        let reply: Value = serde_json::from_str(&body)
+            .map_err(|e| self.err(format!("the reply is not JSON: {e}")))?;
         let content = match self.spec.api {
             Api::Ollama => reply.pointer("/message/content"),
             Api::OpenAi => reply.pointer("/choices/0/message/content"),

@@ -145,6 +145,15 @@ fn server_errors_and_slow_servers_are_errors() {
         "{err}"
     );
 
+    let (url, _seen) = serve_once(502, "<html>bad gateway</html>".into(), Duration::ZERO);
+    let err = endpoint(Api::Ollama, url)
+        .classify("x", soon())
+        .expect_err("502");
+    assert!(
+        matches!(&err, ReviewError::Endpoint { message, .. } if message.contains("502") && message.contains("bad gateway")),
+        "{err}"
+    );
+
     let (url, _seen) = serve_once(200, openai_reply("{}"), Duration::from_secs(3));
     let started = Instant::now();
     let err = endpoint(Api::OpenAi, url)
