@@ -6,11 +6,10 @@
 //! ([`portcullis_core::on_error`]). The policy in force is printed in every record.
 
 use crate::DetectError;
-use portcullis_core::{
-    apply_verdict, on_error, Channel, Config, ReviewBackend, ReviewConfig, ReviewPolicy,
-    ReviewRecord, Status, Thresholds,
-};
+use portcullis_core::{on_error, Channel, Config, ReviewPolicy, ReviewRecord, Status};
 
+#[cfg(feature = "review")]
+use portcullis_core::{apply_verdict, ReviewBackend, ReviewConfig, Thresholds};
 #[cfg(feature = "review")]
 use portcullis_review::{
     embedded::{EmbeddedModel, Precision},
@@ -23,7 +22,6 @@ use portcullis_review::{
 pub struct ReviewStage {
     #[cfg(feature = "review")]
     reviewer: Reviewer,
-    config: ReviewConfig,
     policy: ReviewPolicy,
 }
 
@@ -82,10 +80,7 @@ impl ReviewStage {
         };
         let settings = Settings {
             timeout: std::time::Duration::from_millis(cfg.timeout_ms),
-            when_busy: match cfg.when_busy {
-                portcullis_core::WhenBusy::Wait => portcullis_review::WhenBusy::Wait,
-                portcullis_core::WhenBusy::Review => portcullis_review::WhenBusy::Review,
-            },
+            when_busy: cfg.when_busy,
             max_input_chars: cfg.max_input_chars,
             cache_entries: cfg.cache_entries,
         };
@@ -96,11 +91,7 @@ impl ReviewStage {
             reviewer.model_id(),
             reviewer.template_sha256(),
         );
-        Ok(ReviewStage {
-            reviewer,
-            config: cfg.clone(),
-            policy,
-        })
+        Ok(ReviewStage { reviewer, policy })
     }
 
     /// Built without the `review` feature: enabling the stage is an error.
@@ -121,7 +112,7 @@ impl ReviewStage {
     pub fn referred(&self, channel: Channel, score: f64) -> bool {
         let [lo, hi] = self.policy.band;
         // `high` is exclusive, except that a band reaching 1 includes 1.
-        (lo <= score && (score < hi || hi >= 1.0)) || self.config.channels.contains(&channel)
+        (lo <= score && (score < hi || hi >= 1.0)) || self.policy.channels.contains(&channel)
     }
 
     /// Review (if referred) and move the decision. `text` gives the text shown to
@@ -215,6 +206,7 @@ impl ReviewStage {
     }
 }
 
+#[cfg(feature = "review")]
 fn policy(cfg: &ReviewConfig, t: &Thresholds, model: &str, template: &str) -> ReviewPolicy {
     ReviewPolicy {
         backend: match cfg.backend {

@@ -6,19 +6,11 @@
 use crate::cache::{self, Cache};
 use crate::prompt::truncate_middle;
 use crate::{Backend, ReviewError, Verdict};
+pub use portcullis_core::WhenBusy;
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// What to do when every worker is busy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WhenBusy {
-    /// Wait for a worker, within the call's timeout.
-    Wait,
-    /// Give up at once (the item is held for review).
-    Review,
-}
 
 #[derive(Debug, Clone)]
 pub struct Settings {
