@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Side-by-side embedding throughput: Portcullis (Rust, candle) vs sentence-transformers.
+"""Side-by-side embedding throughput: Portcullis (Rust; ONNX Runtime and candle backends) vs sentence-transformers.
 
 Run by scripts/bench-embed.sh, which makes the virtual environment. Steps:
   cases  OUT.json             write the benchmark cases (texts) from the corpus
   st     CASES.json MODEL_DIR run sentence-transformers (PyTorch, CPU) on the cases
-  table  RUST.jsonl ST.jsonl  print the Markdown table
+  table  ST.jsonl RUST.jsonl…  print the Markdown table (one column pair per Rust run)
 """
 import json
 import sys
@@ -75,28 +75,37 @@ def st(cases_path, model_dir):
                           "ms_per_call": secs * 1e3 / calls}), flush=True)
 
 
-def table(rust_path, st_path):
+def table(st_path, *rust_paths):
     def load(p):
         return [json.loads(l) for l in open(p) if l.strip().startswith("{")]
-    rust, ref = load(rust_path), load(st_path)
-    rc = {r["case"]: r for r in rust if "case" in r}
+    ref = load(st_path)
+    runs = []
+    for p in rust_paths:
+        rows = load(p)
+        head = next((r for r in rows if "cold_load_ms" in r), {})
+        runs.append((head.get("backend", p), rows, {r["case"]: r for r in rows if "case" in r}))
     sc = {r["case"]: r for r in ref if "case" in r}
-    print("| case | tokens per text | sentence-transformers texts/s | Portcullis texts/s | ratio |")
-    print("|---|---|---|---|---|")
+    cols = " | ".join(f"Portcullis {b} texts/s | ratio" for b, _, _ in runs)
+    print(f"| case | tokens per text | sentence-transformers texts/s | {cols} |")
+    print("|---|---|---|" + "---|---|" * len(runs))
     for name, s in sc.items():
-        r = rc.get(name)
-        if r is None:
-            continue
         toks = sorted(set(s["tokens"]))
         tok = str(toks[0]) if len(toks) == 1 else f"{min(toks)}–{max(toks)}"
-        print(f"| {name} | {tok} | {s['texts_per_s']:.1f} | {r['texts_per_s']:.1f} | "
-              f"{r['texts_per_s'] / s['texts_per_s']:.2f}x |")
-    for r in rust:
-        if "cold_load_ms" in r:
-            print(f"\nPortcullis: cold load {r['cold_load_ms']:.0f} ms, first inference "
-                  f"{r['first_inference_ms']:.0f} ms, RSS after load {r['rss_after_load_kb'] / 1024:.0f} MiB")
-        if "rss_peak_kb" in r:
-            print(f"Portcullis: RSS at end {r['rss_end_kb'] / 1024:.0f} MiB, peak {r['rss_peak_kb'] / 1024:.0f} MiB")
+        cells = []
+        for _, _, rc in runs:
+            r = rc.get(name)
+            cells.append("– | –" if r is None else
+                         f"{r['texts_per_s']:.1f} | {r['texts_per_s'] / s['texts_per_s']:.2f}x")
+        print(f"| {name} | {tok} | {s['texts_per_s']:.1f} | " + " | ".join(cells) + " |")
+    print()
+    for backend, rows, _ in runs:
+        for r in rows:
+            if "cold_load_ms" in r:
+                print(f"Portcullis {backend}: cold load {r['cold_load_ms']:.0f} ms, first inference "
+                      f"{r['first_inference_ms']:.0f} ms, RSS after load {r['rss_after_load_kb'] / 1024:.0f} MiB")
+            if "rss_peak_kb" in r:
+                print(f"Portcullis {backend}: RSS at end {r['rss_end_kb'] / 1024:.0f} MiB, "
+                      f"peak {r['rss_peak_kb'] / 1024:.0f} MiB")
     for r in ref:
         if "torch" in r:
             print(f"sentence-transformers: torch {r['torch']}, {r['threads']} threads, "
@@ -110,6 +119,6 @@ if __name__ == "__main__":
     elif cmd == "st":
         st(sys.argv[2], sys.argv[3])
     elif cmd == "table":
-        table(sys.argv[2], sys.argv[3])
+        table(sys.argv[2], *sys.argv[3:])
     else:
         sys.exit(f"unknown step {cmd}")

@@ -25,8 +25,10 @@ cargo build --release --quiet -p portcullis-embed --example embed_bench
 export RAYON_NUM_THREADS="$THREADS" OMP_NUM_THREADS="$THREADS" MKL_NUM_THREADS="$THREADS"
 echo "bench-embed: sentence-transformers…" >&2
 "$VENV/bin/python" scripts/bench-embed.py st "$OUT/cases.json" models/all-MiniLM-L6-v2 > "$OUT/st.jsonl"
-echo "bench-embed: portcullis…" >&2
-target/release/examples/embed_bench "$OUT/cases.json" models/all-MiniLM-L6-v2 > "$OUT/rust.jsonl"
-"$VENV/bin/python" scripts/bench-embed.py table "$OUT/rust.jsonl" "$OUT/st.jsonl"
+echo "bench-embed: portcullis, onnx backend…" >&2
+target/release/examples/embed_bench "$OUT/cases.json" models/all-MiniLM-L6-v2 onnx > "$OUT/rust-onnx.jsonl"
+echo "bench-embed: portcullis, candle backend…" >&2
+target/release/examples/embed_bench "$OUT/cases.json" models/all-MiniLM-L6-v2 candle > "$OUT/rust-candle.jsonl"
+"$VENV/bin/python" scripts/bench-embed.py table "$OUT/st.jsonl" "$OUT/rust-onnx.jsonl" "$OUT/rust-candle.jsonl"
 echo
 echo "($(nproc) cores; $THREADS threads each; $(uname -m); $(date -u +%Y-%m-%d))"

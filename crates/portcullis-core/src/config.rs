@@ -143,6 +143,35 @@ pub struct EmbeddingConfig {
     /// Content tokens per chunk of a long text (1..=254; chunks end on sentence
     /// boundaries where one fits).
     pub chunk_tokens: usize,
+    /// What runs the model: `onnx` (ONNX Runtime, the default) or `candle`.
+    pub backend: EmbeddingBackend,
+    /// The ONNX Runtime library for backend `onnx` (`scripts/fetch-models.sh`
+    /// installs it); a relative path is resolved as `models_dir` is.
+    pub onnxruntime: String,
+}
+
+/// The embedding stage's backend (see docs/policy.md). Both compute the same
+/// embeddings (the reference test holds each to sentence-transformers'); ONNX
+/// Runtime is the faster, candle the portable one (pure Rust, no library).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbeddingBackend {
+    #[default]
+    Onnx,
+    Candle,
+}
+
+impl std::str::FromStr for EmbeddingBackend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "onnx" => Ok(EmbeddingBackend::Onnx),
+            "candle" => Ok(EmbeddingBackend::Candle),
+            other => Err(format!(
+                "unknown embedding backend {other:?} (onnx or candle)"
+            )),
+        }
+    }
 }
 
 impl Default for EmbeddingConfig {
@@ -155,6 +184,8 @@ impl Default for EmbeddingConfig {
             index: None,
             k: 5,
             chunk_tokens: 254,
+            backend: EmbeddingBackend::Onnx,
+            onnxruntime: "models/onnxruntime/libonnxruntime.so.1.32.0".into(),
         }
     }
 }

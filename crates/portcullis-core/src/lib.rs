@@ -15,8 +15,8 @@ mod rng;
 
 pub use channel::Channel;
 pub use config::{
-    AllowEntry, Config, EgressConfig, EmbeddingConfig, LexicalConfig, NormalizeConfig, Preset,
-    SeverityWeights, Thresholds,
+    AllowEntry, Config, EgressConfig, EmbeddingBackend, EmbeddingConfig, LexicalConfig,
+    NormalizeConfig, Preset, SeverityWeights, Thresholds,
 };
 pub use error::CoreError;
 pub use item::Item;

@@ -1,14 +1,14 @@
 //! Throughput of the in-process embedder, for `scripts/bench-embed.sh` (which runs
 //! sentence-transformers on the same texts in the same run and prints the table).
 //!
-//!   cargo run --release -p portcullis-embed --example embed_bench -- CASES.json [MODELS_DIR]
+//!   cargo run --release -p portcullis-embed --example embed_bench -- CASES.json [MODELS_DIR] [onnx|candle]
 //!
 //! CASES.json: `{"cases": [{"name": ..., "texts": [...]}, ...]}`; each case is one
 //! call of `embed_texts` on all its texts (tokenization included), repeated for at
 //! least `min_seconds`. Prints one JSON object per line: the cold load time, the
 //! resident memory after load and at the end, and texts/s per case.
 
-use portcullis_embed::{resolve_models_dir, Embedder, DEFAULT_MODELS_DIR};
+use portcullis_embed::{resolve_models_dir, Backend, Embedder, DEFAULT_MODELS_DIR};
 use std::time::Instant;
 
 #[derive(serde::Deserialize)]
@@ -33,12 +33,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let cases_path = args
         .next()
-        .ok_or("usage: embed_bench CASES.json [MODELS_DIR]")?;
+        .ok_or("usage: embed_bench CASES.json [MODELS_DIR] [onnx|candle]")?;
     let dir = resolve_models_dir(&args.next().unwrap_or_else(|| DEFAULT_MODELS_DIR.into()));
+    let backend = match args.next().as_deref() {
+        None | Some("onnx") => Backend::default_onnx(),
+        Some("candle") => Backend::Candle,
+        Some(other) => return Err(format!("unknown backend {other:?} (onnx or candle)").into()),
+    };
     let cases: Cases = serde_json::from_str(&std::fs::read_to_string(&cases_path)?)?;
 
     let t = Instant::now();
-    let embedder = Embedder::load(&dir)?;
+    let embedder = Embedder::load(&dir, &backend)?;
     let load_ms = t.elapsed().as_secs_f64() * 1e3;
     // First inference touches the mmap'd weights; report it separately.
     let t = Instant::now();
@@ -46,7 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let first_ms = t.elapsed().as_secs_f64() * 1e3;
     println!(
         "{}",
-        serde_json::json!({"cold_load_ms": load_ms, "first_inference_ms": first_ms,
+        serde_json::json!({"backend": backend.name(), "cold_load_ms": load_ms, "first_inference_ms": first_ms,
             "rss_after_load_kb": status_kb("VmRSS:")})
     );
     for case in &cases.cases {

@@ -11,6 +11,13 @@ pub enum EmbedError {
          point embedding.models_dir at them, or set embedding.enabled = false"
     )]
     MissingWeights { dir: PathBuf, missing: String },
+    #[error(
+        "the embedding stage's ONNX Runtime library {path} is missing; fetch it with \
+         `{FETCH_COMMAND}` (run by `scripts/setup.sh` and `make demo`), point \
+         embedding.onnxruntime at a libonnxruntime of version 1.22 or newer, or set \
+         embedding.backend = \"candle\""
+    )]
+    MissingRuntime { path: PathBuf },
     #[error("cannot load the embedding model from {dir}: {message}")]
     Load { dir: PathBuf, message: String },
     #[error("tokenizer: {0}")]
@@ -21,10 +28,4 @@ pub enum EmbedError {
     Head { path: String, message: String },
     #[error("nearest-neighbour index {path}: {message}")]
     Index { path: String, message: String },
-}
-
-impl From<candle_core::Error> for EmbedError {
-    fn from(e: candle_core::Error) -> Self {
-        EmbedError::Inference(e.to_string())
-    }
 }

@@ -1,5 +1,5 @@
-//! The embedding stage's engine: all-MiniLM-L6-v2 run in-process with candle
-//! ([`model`]), sentence-boundary chunking ([`chunk`]), a logistic-regression head
+//! The embedding stage's engine: all-MiniLM-L6-v2 run in-process ([`model`], with
+//! ONNX Runtime ([`onnx`]) or candle ([`candle`]) as its backend), sentence-boundary chunking ([`chunk`]), a logistic-regression head
 //! on the embeddings ([`head`]) and the k nearest training examples as evidence
 //! ([`index`]). Depends on `portcullis-core` only; the stage adapter lives in
 //! `portcullis-detect` (`stages/embedding.rs`).
@@ -10,16 +10,18 @@
 //! (an instruction hidden in one part of a long text is not diluted by the rest),
 //! and the chunk that reached it is the deciding chunk named in the record.
 
+pub mod candle;
 pub mod chunk;
 pub mod error;
 pub mod head;
 pub mod index;
 pub mod model;
+pub mod onnx;
 
 pub use error::{EmbedError, FETCH_COMMAND};
 pub use head::{Head, HeadParams, HeadProvenance};
 pub use index::{Index, Neighbour};
-pub use model::{cosine, Embedder, DIM};
+pub use model::{cosine, Backend, Embedder, DEFAULT_ONNXRUNTIME, DIM};
 
 use std::path::{Path, PathBuf};
 
@@ -68,6 +70,7 @@ pub struct Classifier {
 #[derive(Debug, Clone)]
 pub struct ClassifierSpec<'a> {
     pub models_dir: &'a Path,
+    pub backend: &'a Backend,
     /// Head file; `None` = the head embedded at build time.
     pub head: Option<&'a Path>,
     /// Index file; `None` = the index embedded at build time.
@@ -80,7 +83,7 @@ pub struct ClassifierSpec<'a> {
 
 impl Classifier {
     pub fn load(spec: &ClassifierSpec<'_>) -> Result<Classifier, EmbedError> {
-        let embedder = Embedder::load(spec.models_dir)?;
+        let embedder = Embedder::load(spec.models_dir, spec.backend)?;
         let head = match spec.head {
             Some(p) => {
                 let text = std::fs::read_to_string(p).map_err(|e| EmbedError::Head {

@@ -1,26 +1,28 @@
-//! all-MiniLM-L6-v2 in-process: the BERT encoder of candle over mmap'd safetensors,
-//! the model's own WordPiece tokenizer, mean pooling over the attention mask and L2
-//! normalization — the three modules of the sentence-transformers pipeline
-//! (`modules.json`: Transformer, Pooling(mean), Normalize).
+//! all-MiniLM-L6-v2 in-process: the model's own WordPiece tokenizer, batching,
+//! and a backend that computes the sentence-transformers pipeline of this model
+//! (`modules.json`: Transformer, Pooling(mean), Normalize) on a batch of token
+//! sequences: ONNX Runtime ([`crate::onnx`], the default) or candle
+//! ([`crate::candle`]). A new backend is one file implementing [`Encoder`] and
+//! one arm in [`Embedder::load`].
 
 use crate::error::EmbedError;
-use candle_core::{DType, Device, Tensor, D};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use candle_transformers::models::bert::Config as BertConfig;
+use portcullis_core::EmbeddingBackend;
 use std::path::{Path, PathBuf};
 use tokenizers::Tokenizer;
 
 /// Embedding width of all-MiniLM-L6-v2.
 pub const DIM: usize = 384;
-/// Files the stage needs from the models directory.
-pub const REQUIRED_FILES: &[&str] = &[
-    "model.safetensors",
-    "tokenizer.json",
-    "config.json",
-    "sentence_bert_config.json",
-];
+/// Files every backend needs from the models directory.
+pub const COMMON_FILES: &[&str] = &["tokenizer.json", "config.json", "sentence_bert_config.json"];
 /// Most sequences one forward pass takes (sentence-transformers' default batch size).
 pub const MAX_BATCH: usize = 32;
+/// A batch pads every sequence to its longest; a sequence shorter than this share
+/// of the longest starts a new batch, so padding wastes at most about a tenth of
+/// the work (sentence-transformers pads a whole batch of 32 to its longest).
+const MIN_FILL: f64 = 0.9;
+/// Where `scripts/fetch-models.sh` installs the ONNX Runtime library.
+pub const DEFAULT_ONNXRUNTIME: &str = "models/onnxruntime/libonnxruntime.so.1.32.0";
 
 /// Fewest sequences a parallel worker is given (below that, one forward pass).
 const MIN_PER_WORKER: usize = 4;
@@ -28,23 +30,76 @@ const MIN_PER_WORKER: usize = 4;
 /// An embedding and the position of its sequence in the call.
 type Indexed = (usize, Vec<f32>);
 
+/// What runs the model: sentence embeddings (mean-pooled, L2-normalized) of a
+/// batch of token sequences, each with its special tokens, padded to the longest.
+pub(crate) trait Encoder: Send + Sync {
+    fn encode(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError>;
+    /// Whether several forward passes should run side by side on the cores
+    /// (a backend that threads the whole pass itself says no).
+    fn parallel_passes(&self) -> bool {
+        false
+    }
+}
+
+/// Which backend runs the model, and its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// ONNX Runtime, loaded from this library file, running `model.onnx`.
+    Onnx { runtime: PathBuf },
+    /// candle, running `model.safetensors`.
+    Candle,
+}
+
+impl Backend {
+    /// From the configuration's `embedding.backend` and `embedding.onnxruntime`
+    /// (a relative path resolved as the models directory is).
+    pub fn from_config(backend: EmbeddingBackend, onnxruntime: &str) -> Backend {
+        match backend {
+            EmbeddingBackend::Onnx => Backend::Onnx {
+                runtime: portcullis_core::resolve_repo_path(onnxruntime),
+            },
+            EmbeddingBackend::Candle => Backend::Candle,
+        }
+    }
+
+    /// The default: ONNX Runtime from where fetch-models.sh installs it.
+    pub fn default_onnx() -> Backend {
+        Backend::from_config(EmbeddingBackend::Onnx, DEFAULT_ONNXRUNTIME)
+    }
+
+    /// The model file this backend reads from the models directory.
+    pub fn model_file(&self) -> &'static str {
+        match self {
+            Backend::Onnx { .. } => crate::onnx::MODEL_FILE,
+            Backend::Candle => crate::candle::MODEL_FILE,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::Onnx { .. } => "onnx",
+            Backend::Candle => "candle",
+        }
+    }
+}
+
 /// A loaded embedding model. Immutable after loading; `embed*` take `&self`.
 pub struct Embedder {
-    model: BertModel,
+    encoder: Box<dyn Encoder>,
+    backend: Backend,
     tokenizer: Tokenizer,
     /// sentence-transformers' `max_seq_length`, special tokens included.
     max_seq_len: usize,
     cls: u32,
     sep: u32,
-    device: Device,
     dir: PathBuf,
     /// Forward passes run side by side (see [`Embedder::embed_sequences`]).
     workers: usize,
 }
 
-/// One worker per core candle may use: `RAYON_NUM_THREADS` when set (the
-/// benchmark sets it), else the cores available.
-fn worker_count() -> usize {
+/// Threads the model may use: `RAYON_NUM_THREADS` when set (the benchmark sets
+/// it), else the cores available.
+fn thread_count() -> usize {
     std::env::var("RAYON_NUM_THREADS")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
@@ -55,6 +110,7 @@ fn worker_count() -> usize {
 impl std::fmt::Debug for Embedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Embedder")
+            .field("backend", &self.backend)
             .field("dir", &self.dir)
             .field("max_seq_len", &self.max_seq_len)
             .finish_non_exhaustive()
@@ -75,12 +131,14 @@ struct SentenceBertConfig {
 
 impl Embedder {
     /// Load from a directory laid out as `scripts/fetch-models.sh` writes it.
-    /// A missing file is [`EmbedError::MissingWeights`], whose message names the
-    /// command that fetches them.
-    pub fn load(dir: &Path) -> Result<Embedder, EmbedError> {
-        let missing: Vec<&str> = REQUIRED_FILES
+    /// A missing file is [`EmbedError::MissingWeights`] (or
+    /// [`EmbedError::MissingRuntime`]), whose message names the command that
+    /// fetches them. There is no fallback from one backend to another.
+    pub fn load(dir: &Path, backend: &Backend) -> Result<Embedder, EmbedError> {
+        let missing: Vec<&str> = COMMON_FILES
             .iter()
             .copied()
+            .chain([backend.model_file()])
             .filter(|f| !dir.join(f).is_file())
             .collect();
         if !missing.is_empty() {
@@ -121,24 +179,33 @@ impl Embedder {
                 .ok_or_else(|| load_err(format!("tokenizer has no {t} token")))
         };
         let (cls, sep) = (id("[CLS]")?, id("[SEP]")?);
-        let device = Device::Cpu;
-        let weights = dir.join("model.safetensors");
-        // SAFETY: the file is memory-mapped read-only; the models directory is not
-        // modified while the process runs (fetch-models.sh writes it beforehand).
-        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &device) }
-            .map_err(|e| load_err(format!("model.safetensors: {e}")))?;
-        let model = BertModel::load(vb, &config)
-            .map_err(|e| load_err(format!("model.safetensors: {e}")))?;
+        let threads = thread_count();
+        let encoder: Box<dyn Encoder> = match backend {
+            Backend::Onnx { runtime } => {
+                Box::new(crate::onnx::OnnxEncoder::load(dir, runtime, threads)?)
+            }
+            Backend::Candle => Box::new(crate::candle::CandleEncoder::load(dir, &config)?),
+        };
+        let workers = if encoder.parallel_passes() {
+            threads
+        } else {
+            1
+        };
         Ok(Embedder {
-            model,
+            encoder,
+            backend: backend.clone(),
             tokenizer,
             max_seq_len,
             cls,
             sep,
-            device,
             dir: dir.to_path_buf(),
-            workers: worker_count(),
+            workers,
         })
+    }
+
+    /// The backend running the model.
+    pub fn backend(&self) -> &Backend {
+        &self.backend
     }
 
     /// Longest sequence the model takes, special tokens included (256).
@@ -184,11 +251,10 @@ impl Embedder {
     /// that a batch pads to lengths that differ little; results come back in input
     /// order.
     ///
-    /// With several cores and enough sequences, the sorted sequences are dealt
-    /// round-robin to one worker per core (each gets the same mix of lengths) and
-    /// the workers run their forward passes side by side: candle parallelizes its
-    /// matrix products but not the element-wise work (GELU, softmax, layer norm)
-    /// that a big batch spends much of its time in.
+    /// For a backend that asks for it (candle), with several cores and enough
+    /// sequences, the sorted sequences are dealt round-robin to one worker per
+    /// core (each gets the same mix of lengths) and the workers run their forward
+    /// passes side by side.
     pub fn embed_sequences(&self, seqs: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut order: Vec<usize> = (0..seqs.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(seqs[i].len()));
@@ -198,9 +264,9 @@ impl Embedder {
             .collect();
         let run = |share: &[usize]| -> Result<Vec<Indexed>, EmbedError> {
             let mut done = Vec::with_capacity(share.len());
-            for group in share.chunks(MAX_BATCH) {
+            for group in batches(share, |i| seqs[i].len()) {
                 let batch: Vec<&[u32]> = group.iter().map(|&i| seqs[i].as_slice()).collect();
-                let embs = self.forward_batch(&batch)?;
+                let embs = self.encoder.encode(&batch)?;
                 done.extend(group.iter().copied().zip(embs));
             }
             Ok(done)
@@ -231,40 +297,25 @@ impl Embedder {
         }
         Ok(out)
     }
+}
 
-    fn forward_batch(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let b = batch.len();
-        let len = batch.iter().map(|s| s.len()).max().unwrap_or(0);
-        if b == 0 || len == 0 {
-            return Ok(vec![vec![0.0; DIM]; b]);
+/// Cut a list of sequence indices, sorted longest first, into forward passes: at
+/// most [`MAX_BATCH`] each, and a new pass where a sequence is shorter than
+/// [`MIN_FILL`] of its pass's longest.
+fn batches(sorted: &[usize], len: impl Fn(usize) -> usize) -> Vec<&[usize]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (k, &i) in sorted.iter().enumerate() {
+        let longest = len(sorted[start]) as f64;
+        if k > start && (k - start == MAX_BATCH || (len(i) as f64) < MIN_FILL * longest) {
+            out.push(&sorted[start..k]);
+            start = k;
         }
-        let mut ids = vec![0u32; b * len];
-        let mut mask = vec![0u32; b * len];
-        for (r, s) in batch.iter().enumerate() {
-            ids[r * len..r * len + s.len()].copy_from_slice(s);
-            mask[r * len..r * len + s.len()].fill(1);
-        }
-        let uniform = batch.iter().all(|s| s.len() == len);
-        let ids = Tensor::from_vec(ids, (b, len), &self.device)?;
-        let types = ids.zeros_like()?;
-        let mask = Tensor::from_vec(mask, (b, len), &self.device)?;
-        // With no padding the mask is all ones: skip it (same result, less work).
-        let hidden = self
-            .model
-            .forward(&ids, &types, if uniform { None } else { Some(&mask) })?;
-        // Mean pooling over real tokens, then L2 normalization.
-        let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-        let summed = hidden.broadcast_mul(&m)?.sum(1)?;
-        let counts = m.sum(1)?.clamp(1e-9, f64::MAX)?;
-        let mean = summed.broadcast_div(&counts)?;
-        let norm = mean
-            .sqr()?
-            .sum_keepdim(D::Minus1)?
-            .sqrt()?
-            .clamp(1e-12, f64::MAX)?;
-        let normed = mean.broadcast_div(&norm)?;
-        Ok(normed.to_vec2::<f32>()?)
     }
+    if start < sorted.len() {
+        out.push(&sorted[start..]);
+    }
+    out
 }
 
 /// Cosine similarity of two vectors (not assumed normalized).
@@ -276,4 +327,31 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
         bb += y * y;
     }
     ab / (aa.sqrt() * bb.sqrt()).max(1e-12)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_cap_padding_and_size() {
+        // Lengths sorted longest first.
+        let lens = [100, 95, 91, 89, 50, 50, 49, 10];
+        let idx: Vec<usize> = (0..lens.len()).collect();
+        let got: Vec<Vec<usize>> = batches(&idx, |i| lens[i])
+            .into_iter()
+            .map(<[usize]>::to_vec)
+            .collect();
+        assert_eq!(got, vec![vec![0, 1, 2], vec![3], vec![4, 5, 6], vec![7]]);
+        // Equal lengths fill batches of MAX_BATCH.
+        let idx: Vec<usize> = (0..70).collect();
+        let sizes: Vec<usize> = batches(&idx, |_| 128).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, vec![MAX_BATCH, MAX_BATCH, 6]);
+        assert!(batches(&[], |_| 1).is_empty());
+        // Every index appears once, in order.
+        let lens: Vec<usize> = (0..200).map(|i| 300 - i).collect();
+        let idx: Vec<usize> = (0..200).collect();
+        let flat: Vec<usize> = batches(&idx, |i| lens[i]).concat();
+        assert_eq!(flat, idx);
+    }
 }

@@ -1,17 +1,25 @@
 //! The Rust embeddings match sentence-transformers' (fixture made by
-//! scripts/make-embed-fixture.py from the same files). Needs the weights:
+//! scripts/make-embed-fixture.py from the same files), with each backend. Needs
+//! the weights and the ONNX Runtime library:
 //! `scripts/fetch-models.sh` (CI runs it through scripts/setup.sh); without them
 //! these tests fail with that command in the message — they never pass silently.
 
-use portcullis_embed::{chunk_inputs, cosine, resolve_models_dir, EmbedError, Embedder, DIM};
-use std::path::Path;
+use portcullis_embed::{
+    chunk_inputs, cosine, resolve_models_dir, Backend, EmbedError, Embedder, DIM,
+};
+use std::path::{Path, PathBuf};
 
-fn embedder() -> Embedder {
+fn load(backend: &Backend) -> Embedder {
     let dir = resolve_models_dir(portcullis_embed::DEFAULT_MODELS_DIR);
-    match Embedder::load(&dir) {
+    match Embedder::load(&dir, backend) {
         Ok(e) => e,
         Err(e) => panic!("{e}"),
     }
+}
+
+/// The default backend (ONNX Runtime).
+fn embedder() -> Embedder {
+    load(&Backend::default_onnx())
 }
 
 #[derive(serde::Deserialize)]
@@ -33,8 +41,16 @@ fn fixture() -> Fixture {
 }
 
 #[test]
-fn embeddings_match_sentence_transformers() {
-    let e = embedder();
+fn onnx_embeddings_match_sentence_transformers() {
+    matches_fixture(&embedder());
+}
+
+#[test]
+fn candle_embeddings_match_sentence_transformers() {
+    matches_fixture(&load(&Backend::Candle));
+}
+
+fn matches_fixture(e: &Embedder) {
     let fx = fixture();
     assert!(fx.items.len() >= 20);
     let texts: Vec<&str> = fx.items.iter().map(|i| i.text.as_str()).collect();
@@ -82,9 +98,27 @@ fn long_texts_are_chunked_within_the_model_window() {
 #[test]
 fn missing_weights_name_the_fetch_command() {
     let dir = std::env::temp_dir().join("portcullis-embed-no-models-here");
-    let err = Embedder::load(&dir).expect_err("no weights there");
-    assert!(matches!(err, EmbedError::MissingWeights { .. }));
+    for (backend, file) in [
+        (Backend::Candle, "model.safetensors"),
+        (Backend::default_onnx(), "model.onnx"),
+    ] {
+        let err = Embedder::load(&dir, &backend).expect_err("no weights there");
+        assert!(matches!(err, EmbedError::MissingWeights { .. }));
+        let msg = err.to_string();
+        assert!(msg.contains("scripts/fetch-models.sh"), "{msg}");
+        assert!(msg.contains(file), "{msg}");
+    }
+}
+
+#[test]
+fn a_missing_onnx_runtime_names_the_fetch_command() {
+    let dir = resolve_models_dir(portcullis_embed::DEFAULT_MODELS_DIR);
+    let backend = Backend::Onnx {
+        runtime: PathBuf::from("/nonexistent/libonnxruntime.so"),
+    };
+    let err = Embedder::load(&dir, &backend).expect_err("no runtime there");
+    assert!(matches!(err, EmbedError::MissingRuntime { .. }), "{err}");
     let msg = err.to_string();
     assert!(msg.contains("scripts/fetch-models.sh"), "{msg}");
-    assert!(msg.contains("model.safetensors"), "{msg}");
+    assert!(msg.contains("/nonexistent/libonnxruntime.so"), "{msg}");
 }

@@ -170,6 +170,12 @@ pub struct TrainEmbeddingArgs {
     /// Content tokens per chunk.
     #[arg(long, default_value_t = 254)]
     pub chunk_tokens: usize,
+    /// What runs the model: onnx (ONNX Runtime) or candle.
+    #[arg(long, default_value = "onnx")]
+    pub backend: portcullis_core::EmbeddingBackend,
+    /// The ONNX Runtime library (backend onnx).
+    #[arg(long, default_value = portcullis_embed::DEFAULT_ONNXRUNTIME)]
+    pub onnxruntime: String,
     #[arg(long, default_value_t = HeadParams::default().steps)]
     pub steps: usize,
     #[arg(long, default_value_t = HeadParams::default().l2)]
@@ -178,7 +184,8 @@ pub struct TrainEmbeddingArgs {
 
 pub fn train_embedding(args: TrainEmbeddingArgs) -> Result<()> {
     let (records, sha) = load_built(&args.corpus)?;
-    let embedder = portcullis_embed::Embedder::load(&args.models_dir)?;
+    let backend = portcullis_embed::Backend::from_config(args.backend, &args.onnxruntime);
+    let embedder = portcullis_embed::Embedder::load(&args.models_dir, &backend)?;
     let weights = args.models_dir.join("model.safetensors");
     let model_sha = portcullis_core::sha256_hex(
         &std::fs::read(&weights).with_context(|| format!("reading {}", weights.display()))?,

@@ -10,7 +10,7 @@ use portcullis_core::{
     Channel, ChunkEvidence, Config, EmbeddingConfig, Evidence, Finding, NeighbourEvidence,
     Severity, Span,
 };
-use portcullis_embed::{resolve_models_dir, Classifier, ClassifierSpec};
+use portcullis_embed::{resolve_models_dir, Backend, Classifier, ClassifierSpec};
 use std::path::PathBuf;
 
 pub const NAME: &str = "embedding";
@@ -30,8 +30,10 @@ impl EmbeddingStage {
         let dir = resolve_models_dir(&cfg.models_dir);
         let head = cfg.head.as_ref().map(PathBuf::from);
         let index = cfg.index.as_ref().map(PathBuf::from);
+        let backend = Backend::from_config(cfg.backend, &cfg.onnxruntime);
         let spec = ClassifierSpec {
             models_dir: &dir,
+            backend: &backend,
             head: head.as_deref(),
             index: index.as_deref(),
             k: cfg.k,
