@@ -4,7 +4,7 @@
 //! two cores it is slower than the ONNX Runtime backend (`reports/embedding-bench.md`).
 
 use crate::error::EmbedError;
-use crate::model::{Encoder, DIM};
+use crate::model::{Encoder, Padded};
 use candle_core::{DType, Device, Tensor, D};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config as BertConfig};
@@ -49,21 +49,12 @@ impl CandleEncoder {
 
 impl Encoder for CandleEncoder {
     fn encode(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let b = batch.len();
-        let len = batch.iter().map(|s| s.len()).max().unwrap_or(0);
-        if b == 0 || len == 0 {
-            return Ok(vec![vec![0.0; DIM]; b]);
-        }
-        let mut ids = vec![0u32; b * len];
-        let mut mask = vec![0u32; b * len];
-        for (r, s) in batch.iter().enumerate() {
-            ids[r * len..r * len + s.len()].copy_from_slice(s);
-            mask[r * len..r * len + s.len()].fill(1);
-        }
+        let p = Padded::<u32>::new(batch);
+        let (b, len) = (p.rows, p.len);
         let uniform = batch.iter().all(|s| s.len() == len);
-        let ids = Tensor::from_vec(ids, (b, len), &self.device)?;
+        let ids = Tensor::from_vec(p.ids, (b, len), &self.device)?;
         let types = ids.zeros_like()?;
-        let mask = Tensor::from_vec(mask, (b, len), &self.device)?;
+        let mask = Tensor::from_vec(p.mask, (b, len), &self.device)?;
         // With no padding the mask is all ones: skip it (same result, less work).
         let hidden = self
             .model

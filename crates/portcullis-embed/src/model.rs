@@ -32,6 +32,7 @@ type Indexed = (usize, Vec<f32>);
 
 /// What runs the model: sentence embeddings (mean-pooled, L2-normalized) of a
 /// batch of token sequences, each with its special tokens, padded to the longest.
+/// [`Embedder`] never passes an empty batch or one whose sequences are all empty.
 pub(crate) trait Encoder: Send + Sync {
     fn encode(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError>;
     /// Whether several forward passes should run side by side on the cores
@@ -42,6 +43,37 @@ pub(crate) trait Encoder: Send + Sync {
     /// Most padded tokens one forward pass takes (its activations grow with it).
     fn max_batch_tokens(&self) -> usize {
         usize::MAX
+    }
+}
+
+/// A batch padded to its longest sequence, row-major: token ids (0 = `[PAD]`) and
+/// the attention mask (1 = token, 0 = padding), in the backend's integer type.
+pub(crate) struct Padded<T> {
+    pub rows: usize,
+    pub len: usize,
+    pub ids: Vec<T>,
+    pub mask: Vec<T>,
+}
+
+impl<T: From<u32> + Copy> Padded<T> {
+    pub(crate) fn new(batch: &[&[u32]]) -> Padded<T> {
+        let rows = batch.len();
+        let len = batch.iter().map(|s| s.len()).max().unwrap_or(0);
+        let (zero, one) = (T::from(0), T::from(1));
+        let mut ids = vec![zero; rows * len];
+        let mut mask = vec![zero; rows * len];
+        for (r, s) in batch.iter().enumerate() {
+            for (j, &t) in s.iter().enumerate() {
+                ids[r * len + j] = T::from(t);
+                mask[r * len + j] = one;
+            }
+        }
+        Padded {
+            rows,
+            len,
+            ids,
+            mask,
+        }
     }
 }
 
@@ -270,7 +302,11 @@ impl Embedder {
             let mut done = Vec::with_capacity(share.len());
             for group in batches(share, |i| seqs[i].len(), self.encoder.max_batch_tokens()) {
                 let batch: Vec<&[u32]> = group.iter().map(|&i| seqs[i].as_slice()).collect();
-                let embs = self.encoder.encode(&batch)?;
+                let embs = if batch.iter().all(|s| s.is_empty()) {
+                    vec![vec![0.0; DIM]; batch.len()]
+                } else {
+                    self.encoder.encode(&batch)?
+                };
                 done.extend(group.iter().copied().zip(embs));
             }
             Ok(done)

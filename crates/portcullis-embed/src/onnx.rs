@@ -10,7 +10,7 @@
 //! (`reports/embedding-bench.md`).
 
 use crate::error::EmbedError;
-use crate::model::{Encoder, DIM};
+use crate::model::{Encoder, Padded, DIM};
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::TensorRef;
@@ -119,23 +119,12 @@ impl OnnxEncoder {
 
 impl Encoder for OnnxEncoder {
     fn encode(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let b = batch.len();
-        let len = batch.iter().map(|s| s.len()).max().unwrap_or(0);
-        if b == 0 || len == 0 {
-            return Ok(vec![vec![0.0; DIM]; b]);
-        }
-        let mut ids = vec![0i64; b * len];
-        let mut mask = vec![0i64; b * len];
-        for (r, s) in batch.iter().enumerate() {
-            for (j, &t) in s.iter().enumerate() {
-                ids[r * len + j] = i64::from(t);
-                mask[r * len + j] = 1;
-            }
-        }
+        let p = Padded::<i64>::new(batch);
+        let (b, len) = (p.rows, p.len);
         let infer = |e: ort::Error| EmbedError::Inference(e.to_string());
         let shape = [b as i64, len as i64];
-        let ids = TensorRef::from_array_view((shape, ids.as_slice())).map_err(infer)?;
-        let mask = TensorRef::from_array_view((shape, mask.as_slice())).map_err(infer)?;
+        let ids = TensorRef::from_array_view((shape, p.ids.as_slice())).map_err(infer)?;
+        let mask = TensorRef::from_array_view((shape, p.mask.as_slice())).map_err(infer)?;
         let mut session = self.session.lock().map_err(|_| {
             EmbedError::Inference("the ONNX session was poisoned by a panic".into())
         })?;
