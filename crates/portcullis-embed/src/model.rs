@@ -122,6 +122,7 @@ impl Backend {
 /// A loaded embedding model. Immutable after loading; `embed*` take `&self`.
 pub struct Embedder {
     encoder: Box<dyn Encoder>,
+    /// Which backend `encoder` is (for `Debug`).
     backend: Backend,
     tokenizer: Tokenizer,
     /// sentence-transformers' `max_seq_length`, special tokens included.
@@ -237,11 +238,6 @@ impl Embedder {
             dir: dir.to_path_buf(),
             workers,
         })
-    }
-
-    /// The backend running the model.
-    pub fn backend(&self) -> &Backend {
-        &self.backend
     }
 
     /// Longest sequence the model takes, special tokens included (256).
