@@ -700,7 +700,12 @@ impl Structural {
         }
         let mut taint_path = Vec::new();
         if self.config.taint.enabled {
-            let matches = self.taint().matches(args);
+            let matches = {
+                let mut t = self.taint();
+                let m = t.matches(args);
+                t.add_sent(args);
+                m
+            };
             let class = crate::taint::class_of(&self.config.taint, server, tool, def);
             let sink = class == ToolClass::Sink;
             for m in matches {
@@ -966,26 +971,30 @@ impl Structural {
                     .filter(|v| !kept.contains(v.as_str()))
                     .collect()
             };
-            let mut labelled: Vec<(String, Label)> = shown_tokens
-                .iter()
-                .map(|v| (v.clone(), label.clone()))
-                .collect();
-            labelled.extend(masked.into_iter().map(|v| {
-                (
-                    v,
-                    Label {
-                        sensitive: true,
-                        source: "guard",
-                        ..label.clone()
-                    },
-                )
-            }));
-            {
+            let labelled: Vec<(String, Label)> = {
                 let mut t = self.taint();
+                // A value the client sent before this result echoed it stays
+                // the client's (a masked one is labelled whatever its origin).
+                let labelled: Vec<(String, Label)> = shown_tokens
+                    .into_iter()
+                    .filter(|v| !t.client_sent(v))
+                    .map(|v| (v, label.clone()))
+                    .chain(masked.into_iter().map(|v| {
+                        (
+                            v,
+                            Label {
+                                sensitive: true,
+                                source: "guard",
+                                ..label.clone()
+                            },
+                        )
+                    }))
+                    .collect();
                 for (v, l) in &labelled {
                     t.add(v, l.clone());
                 }
-            }
+                labelled
+            };
             // Persisted behind the call, so the labels survive a restart
             // (bounded and expiring like the in-memory ones) without a store
             // write on the result's path.

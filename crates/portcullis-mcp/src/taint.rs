@@ -12,6 +12,12 @@
 //! persisted by its SHA-256 only (never the secret itself); after a restart it is
 //! found by hashing the tokens of a call's arguments (and of their decoded
 //! forms), so it is caught as a whole token, not inside a longer string.
+//!
+//! A value the client itself wrote into a call's arguments before any result
+//! carried it is the client's, not the server's: a later result that echoes it
+//! (a search that repeats its query, a calendar that repeats the date it was
+//! asked about) does not label it. Those values are kept in memory only; after a
+//! restart an echo is labelled again, which errs on the side of blocking.
 
 use crate::config::{TaintConfig, ToolClass};
 use base64::Engine;
@@ -63,6 +69,10 @@ pub struct TaintStore {
     /// Labels older than this many seconds no longer match (0 = never expire);
     /// labels from the configuration never expire.
     ttl_secs: u64,
+    /// Unlabelled values the client sent in call arguments → when last sent
+    /// (bounded by `max` and expiring like labels, oldest dropped first).
+    sent: HashMap<String, u64>,
+    sent_order: VecDeque<String>,
 }
 
 /// Prefix of the order keys of hashed values.
@@ -227,11 +237,49 @@ impl TaintStore {
         }
     }
 
-    /// Label the value-like tokens of every string of a result.
+    /// Label the value-like tokens of every string of a result, except those
+    /// the client sent first (see [`TaintStore::add_sent`]).
     pub fn add_result(&mut self, result: &Value, label: &Label) {
         for tok in tokens(result, self.min_len) {
-            self.add(&tok, label.clone());
+            if !self.client_sent(&tok) {
+                self.add(&tok, label.clone());
+            }
         }
+    }
+
+    /// Note the value-like tokens of a call's arguments that carry no label:
+    /// the client had them before any result did, so a result echoing them
+    /// does not make them the server's. A labelled value stays labelled.
+    pub fn add_sent(&mut self, args: &Value) {
+        let now = now_secs();
+        for tok in tokens(args, self.min_len) {
+            if self.values.contains_key(&tok)
+                || self
+                    .hashed
+                    .contains_key(&portcullis_core::sha256_hex(tok.as_bytes()))
+            {
+                continue;
+            }
+            if self.sent.insert(tok.clone(), now).is_none() {
+                self.sent_order.push_back(tok);
+            }
+        }
+        while self.sent.len() > self.max {
+            match self.sent_order.pop_front() {
+                Some(k) => {
+                    self.sent.remove(&k);
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// Whether the client sent `value` in a call's arguments (and that is
+    /// not older than the time to live) before any result carried it.
+    pub fn client_sent(&self, value: &str) -> bool {
+        self.sent
+            .get(value)
+            .is_some_and(|&at| self.ttl_secs == 0 || now_secs().saturating_sub(at) <= self.ttl_secs)
     }
 
     /// Labelled values in a call's arguments.
@@ -451,6 +499,35 @@ mod tests {
             &label("alpha"),
         );
         assert!(t.matches(&json!({"q": "inspirational"})).is_empty());
+    }
+
+    #[test]
+    fn values_the_client_sent_first_are_not_labelled_by_an_echo() {
+        let mut t = TaintStore::new(100, 8);
+        t.add_result(&json!("PCX-LABEL-0001 from the server"), &label("alpha"));
+        // The client sends a date (its own) and passes on a labelled value.
+        t.add_sent(&json!({"date": "2026-12-03", "ref": "PCX-LABEL-0001"}));
+        assert!(t.client_sent("2026-12-03"));
+        assert!(!t.client_sent("PCX-LABEL-0001"), "a label is not laundered");
+        // The server echoes both and adds a value of its own.
+        t.add_result(
+            &json!("no events on 2026-12-03 (ref PCX-LABEL-0001, id EVT-99887766)"),
+            &label("alpha"),
+        );
+        assert!(t.matches(&json!({"date": "2026-12-03"})).is_empty());
+        assert_eq!(t.matches(&json!({"x": "PCX-LABEL-0001"})).len(), 1);
+        assert_eq!(t.matches(&json!({"x": "EVT-99887766"})).len(), 1);
+
+        // Bounded like the labels, oldest first.
+        let mut t = TaintStore::new(2, 8);
+        t.add_sent(&json!(["AAAA11111", "BBBB22222", "CCCC33333"]));
+        assert!(!t.client_sent("AAAA11111"));
+        assert!(t.client_sent("CCCC33333"));
+        // And they expire with the time to live.
+        let mut t = TaintStore::new(10, 8).with_ttl(60);
+        t.add_sent(&json!("DDDD44444"));
+        t.sent.insert("DDDD44444".into(), now_secs() - 3600);
+        assert!(!t.client_sent("DDDD44444"));
     }
 
     #[test]

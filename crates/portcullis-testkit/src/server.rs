@@ -42,6 +42,10 @@ const NOTES: &[(&str, &str)] = &[
         "This is the readme note of the Portcullis test server. It has nothing hostile in it.",
     ),
     (
+        "ticket",
+        "Support ticket PCX-7Q2M9ZK4T-ORIGIN was opened for the printer on floor 2.",
+    ),
+    (
         "groceries",
         "Milk, eggs, bread, two lemons and a bag of coffee beans.",
     ),

@@ -530,15 +530,11 @@ async fn a_canary_from_one_server_is_blocked_on_its_way_to_another() {
     )
     .await;
     tools(&p).await;
-    let canary = "PCX-7Q2M9ZK4T-CANARY";
-    // alpha's result carries the canary: it is labelled with its origin.
-    let r = call(
-        &p,
-        "alpha__echo",
-        json!({"text": format!("token {canary} issued")}),
-    )
-    .await
-    .unwrap();
+    let canary = "PCX-7Q2M9ZK4T-ORIGIN";
+    // alpha's result carries the value: it is labelled with its origin.
+    let r = call(&p, "alpha__read_note", json!({"name": "ticket"}))
+        .await
+        .unwrap();
     assert!(text_of(&r).contains(canary));
     // To another server's tool, plain: blocked, the record names the source.
     let r = call(&p, "beta__echo", json!({"text": format!("fwd {canary}")}))
@@ -547,7 +543,7 @@ async fn a_canary_from_one_server_is_blocked_on_its_way_to_another() {
     assert_eq!(r["isError"], true, "{r}");
     let text = text_of(&r);
     assert!(
-        text.contains("blocked") && text.contains("alpha/echo"),
+        text.contains("blocked") && text.contains("alpha/read_note"),
         "{text}"
     );
     // Base64-encoded: blocked too.
@@ -566,6 +562,17 @@ async fn a_canary_from_one_server_is_blocked_on_its_way_to_another() {
         .await
         .unwrap();
     assert_eq!(text_of(&r), "hello there");
+    // A value the client sent first stays the client's when a result echoes
+    // it (a search repeating its query, a calendar repeating the date).
+    let mine = "2026-12-03 ORDER-55120";
+    let r = call(&p, "alpha__echo", json!({"text": mine}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), mine);
+    let r = call(&p, "beta__echo", json!({"text": format!("on {mine}")}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), format!("on {mine}"), "{r}");
     let recs = structural_records(&p.audit);
     let blocked: Vec<&Value> = recs
         .iter()
@@ -1022,28 +1029,24 @@ async fn a_held_call_waits_for_the_decision_approved_or_denied() {
 async fn taint_labels_survive_a_gateway_restart() {
     use portcullis_testkit::injections as inj;
     let dir = tempfile::tempdir().unwrap();
-    let token = "PCX-4R8N2WQ7L-ORIGIN";
+    let token = "PCX-7Q2M9ZK4T-ORIGIN";
     let alpha = ["--profile", "attack", "--poison", "secret"];
     let beta = ["--profile", "benign"];
     // Run 1: alpha's results carry a value, and a secret the output guard masks.
     let origin = {
         let p = pair(dir.path(), &alpha, &beta, "").await;
         tools(&p).await;
-        let r = call(
-            &p,
-            "alpha__echo",
-            json!({"text": format!("ticket {token} opened")}),
-        )
-        .await
-        .unwrap();
+        let r = call(&p, "alpha__read_note", json!({"name": "ticket"}))
+            .await
+            .unwrap();
         assert!(text_of(&r).contains(token));
         let r = call(&p, "alpha__read_config", json!({})).await.unwrap();
         assert!(!text_of(&r).contains(inj::FAKE_AWS_SECRET), "{r}");
         p.client.cancel().await.unwrap();
         records(&dir.path().join("audit.jsonl"))
             .into_iter()
-            .find(|r| r["channel"] == "tool_result" && r["tool"] == "echo")
-            .expect("the echo result's record")["id"]
+            .find(|r| r["channel"] == "tool_result" && r["tool"] == "read_note")
+            .expect("the read_note result's record")["id"]
             .as_str()
             .unwrap()
             .to_string()
@@ -1068,7 +1071,7 @@ async fn taint_labels_survive_a_gateway_restart() {
     assert_eq!(r["isError"], true, "{r}");
     let text = text_of(&r);
     assert!(
-        text.contains("blocked") && text.contains(&format!("alpha/echo (record {origin})")),
+        text.contains("blocked") && text.contains(&format!("alpha/read_note (record {origin})")),
         "{text}"
     );
     // Back to its own server's non-sink tool: allowed, as before the restart.
