@@ -272,7 +272,7 @@ impl Store {
     /// pending (then that one is returned). Returns the item and whether it is new.
     pub fn enqueue(&self, item: NewItem) -> Result<(QueueItem, bool), StoreError> {
         self.with(|c| {
-            let tx = c.transaction()?;
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let existing = tx
                 .query_row(
                     &format!(
@@ -491,7 +491,7 @@ impl Store {
         fingerprint: &str,
     ) -> Result<Option<QueueItem>, StoreError> {
         self.with(|c| {
-            let tx = c.transaction()?;
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let found = tx
                 .query_row(
                     &format!(
@@ -549,7 +549,7 @@ impl Store {
         expire_before: u64,
     ) -> Result<(), StoreError> {
         self.with(|c| {
-            let tx = c.transaction()?;
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             {
                 let mut was_sensitive =
                     tx.prepare_cached("SELECT sensitive FROM taint WHERE digest = ?1")?;
@@ -718,6 +718,47 @@ mod tests {
             s.decide(999, true, None, false, |_| Ok(Value::Null)),
             Err(StoreError::NoItem(999))
         ));
+    }
+
+    /// The gateway's main connection and the taint writer's share one file: a
+    /// read-then-write transaction on one must wait for the other's write, not
+    /// fail with "database is locked" (a deferred transaction cannot wait when
+    /// it upgrades to a writer on a stale snapshot).
+    #[test]
+    fn two_connections_writing_at_once_wait_for_each_other() {
+        use crate::taint::Label;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sqlite");
+        let main = Store::open(&path).unwrap();
+        let writer = Store::open(&path).unwrap();
+        let label = Label {
+            server: "alpha".into(),
+            tool: "read".into(),
+            record_id: "r".into(),
+            sensitive: false,
+            source: "result",
+        };
+        std::thread::scope(|scope| {
+            let w = scope.spawn(|| {
+                for i in 0..300 {
+                    let labels = vec![(format!("VALUE-{i:08}"), label.clone())];
+                    writer.put_taint(&labels, 1, 10_000, 0).unwrap();
+                }
+            });
+            for i in 0..300 {
+                main.enqueue(NewItem {
+                    kind: kind::CALL.into(),
+                    server: "a".into(),
+                    name: "t".into(),
+                    fingerprint: format!("f{i}"),
+                    allow_keys: vec!["k".into()],
+                    ..NewItem::default()
+                })
+                .unwrap();
+            }
+            w.join().unwrap();
+        });
+        assert_eq!(main.list(false).unwrap().len(), 300);
     }
 
     #[test]
