@@ -50,6 +50,7 @@ pub fn check<'a>(
     max_edit: usize,
 ) -> Vec<NameFinding> {
     let mut out = Vec::new();
+    let named = Mentions::new(description);
     for (server, other, relation) in others {
         let hit = |rule| NameFinding {
             rule,
@@ -65,7 +66,7 @@ pub fn check<'a>(
         if let Some(rule) = rule {
             out.push(hit(rule));
         }
-        if relation != Relation::SameServer && other != name && mentions(description, other) {
+        if relation != Relation::SameServer && other != name && named.of(other) {
             // ASCII lowercasing keeps byte offsets.
             let span = description
                 .to_ascii_lowercase()
@@ -196,18 +197,40 @@ pub fn copies(name: &str, original: &str) -> Option<&'static str> {
 
 /// Whether a description names `other` (another server's tool) as a word.
 pub fn mentions(description: &str, other: &str) -> bool {
-    if other.chars().count() < 4 {
-        return false;
+    Mentions::new(description).of(other)
+}
+
+/// A text prepared once for looking up many tool names in it (a result or a
+/// description checked against every listed tool): the lowercased, space-padded
+/// text and its word form are computed here, not once per name.
+pub struct Mentions {
+    spaced: String,
+    words: String,
+}
+
+impl Mentions {
+    pub fn new(text: &str) -> Mentions {
+        Mentions {
+            spaced: format!(
+                " {} ",
+                text.to_lowercase()
+                    .replace(|c: char| !c.is_alphanumeric() && c != '_' && c != '-', " ")
+            ),
+            words: words(text),
+        }
     }
-    let d = format!(
-        " {} ",
-        description
-            .to_lowercase()
-            .replace(|c: char| !c.is_alphanumeric() && c != '_' && c != '-', " ")
-    );
-    let o = other.to_lowercase();
-    d.contains(&format!(" {o} "))
-        || (o.contains(['_', '-']) && words(description).contains(&words(other)))
+
+    /// Whether the text names `other` as a word (names under 4 characters never
+    /// count; a separated name also counts in its word form, `read_note` for
+    /// "readNote" or "read-note").
+    pub fn of(&self, other: &str) -> bool {
+        if other.chars().count() < 4 {
+            return false;
+        }
+        let o = other.to_lowercase();
+        self.spaced.contains(&format!(" {o} "))
+            || (o.contains(['_', '-']) && self.words.contains(&words(other)))
+    }
 }
 
 #[cfg(test)]

@@ -124,6 +124,7 @@ pub fn transfer(result: &Value, own: &str, known: &[String]) -> Vec<Hit> {
     walk(result, "$".into(), &mut strings);
     let mut out = Vec::new();
     for (path, text) in strings {
+        let named = crate::names::Mentions::new(&text);
         // A listed tool, named in full or (namespaced) by its bare name; with
         // `only_identifiers`, the form found must be identifier-like.
         let listed = |only_identifiers: bool| {
@@ -132,10 +133,9 @@ pub fn transfer(result: &Value, own: &str, known: &[String]) -> Vec<Hit> {
                 .filter(|k| !is_own(k, own))
                 .find(|k| {
                     let bare = k.rsplit_once("__").map_or(k.as_str(), |(_, b)| b);
-                    [k.as_str(), bare].iter().any(|form| {
-                        (!only_identifiers || identifier_like(form))
-                            && crate::names::mentions(&text, form)
-                    })
+                    [k.as_str(), bare]
+                        .iter()
+                        .any(|form| (!only_identifiers || identifier_like(form)) && named.of(form))
                 })
                 .cloned()
         };
