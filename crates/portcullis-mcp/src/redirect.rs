@@ -111,9 +111,14 @@ fn identifier_like(name: &str) -> bool {
         || name.chars().skip(1).any(char::is_uppercase)
 }
 
+/// The tool part of a namespaced `server__tool` name (the name itself otherwise).
+fn bare(name: &str) -> &str {
+    name.rsplit_once("__").map_or(name, |(_, b)| b)
+}
+
 /// Whether `name` (bare or namespaced `server__tool`) is the calling tool itself.
 fn is_own(name: &str, own: &str) -> bool {
-    name == own || name.rsplit_once("__").is_some_and(|(_, bare)| bare == own)
+    name == own || bare(name) == own
 }
 
 /// TT in a result (see the module docs): per string, a listed identifier-like tool
@@ -132,8 +137,7 @@ pub fn transfer(result: &Value, own: &str, known: &[String]) -> Vec<Hit> {
                 .iter()
                 .filter(|k| !is_own(k, own))
                 .find(|k| {
-                    let bare = k.rsplit_once("__").map_or(k.as_str(), |(_, b)| b);
-                    [k.as_str(), bare]
+                    [k.as_str(), bare(k)]
                         .iter()
                         .any(|form| (!only_identifiers || identifier_like(form)) && named.of(form))
                 })
@@ -177,8 +181,7 @@ pub fn transfer(result: &Value, own: &str, known: &[String]) -> Vec<Hit> {
 /// text.
 fn name_span(text: &str, name: &str) -> Span {
     let lower = text.to_ascii_lowercase();
-    let bare = name.rsplit_once("__").map_or(name, |(_, b)| b);
-    [name, bare]
+    [name, bare(name)]
         .iter()
         .find_map(|n| {
             lower.find(&n.to_ascii_lowercase()).map(|i| Span {

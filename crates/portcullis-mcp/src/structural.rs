@@ -956,45 +956,7 @@ impl Structural {
                 sensitive: false,
                 source: "result",
             };
-            let min_len = self.config.taint.min_len;
-            let shown_tokens = crate::taint::tokens(shown, min_len);
-            // Tokens of the raw result that did not survive into the forwarded one
-            // were masked by the output guard: secrets or PII.
-            let kept: std::collections::HashSet<&str> =
-                shown_tokens.iter().map(String::as_str).collect();
-            let masked: Vec<String> = if raw == shown {
-                // Nothing was masked (the common case): no token is sensitive.
-                Vec::new()
-            } else {
-                crate::taint::tokens(raw, min_len)
-                    .into_iter()
-                    .filter(|v| !kept.contains(v.as_str()))
-                    .collect()
-            };
-            let labelled: Vec<(String, Label)> = {
-                let mut t = self.taint();
-                // A value the client sent before this result echoed it stays
-                // the client's (a masked one is labelled whatever its origin).
-                let labelled: Vec<(String, Label)> = shown_tokens
-                    .into_iter()
-                    .filter(|v| !t.client_sent(v))
-                    .map(|v| (v, label.clone()))
-                    .chain(masked.into_iter().map(|v| {
-                        (
-                            v,
-                            Label {
-                                sensitive: true,
-                                source: "guard",
-                                ..label.clone()
-                            },
-                        )
-                    }))
-                    .collect();
-                for (v, l) in &labelled {
-                    t.add(v, l.clone());
-                }
-                labelled
-            };
+            let labelled = self.taint().label_result(raw, shown, &label);
             // Persisted behind the call, so the labels survive a restart
             // (bounded and expiring like the in-memory ones) without a store
             // write on the result's path.

@@ -240,11 +240,46 @@ impl TaintStore {
     /// Label the value-like tokens of every string of a result, except those
     /// the client sent first (see [`TaintStore::add_sent`]).
     pub fn add_result(&mut self, result: &Value, label: &Label) {
-        for tok in tokens(result, self.min_len) {
-            if !self.client_sent(&tok) {
-                self.add(&tok, label.clone());
-            }
+        self.label_result(result, result, label);
+    }
+
+    /// Label a forwarded result's values and return the labels given (for the
+    /// state store). `raw` is the result as the server sent it, `shown` as it was
+    /// forwarded: a token of `raw` missing from `shown` was masked by the output
+    /// guard and is labelled sensitive whatever its origin; a token of `shown`
+    /// the client sent first stays the client's and is not labelled.
+    pub fn label_result(
+        &mut self,
+        raw: &Value,
+        shown: &Value,
+        label: &Label,
+    ) -> Vec<(String, Label)> {
+        let shown_tokens = tokens(shown, self.min_len);
+        let masked: Vec<String> = if raw == shown {
+            // Nothing was masked (the common case): no token is sensitive.
+            Vec::new()
+        } else {
+            let kept: HashSet<&str> = shown_tokens.iter().map(String::as_str).collect();
+            tokens(raw, self.min_len)
+                .into_iter()
+                .filter(|v| !kept.contains(v.as_str()))
+                .collect()
+        };
+        let sensitive = Label {
+            sensitive: true,
+            source: "guard",
+            ..label.clone()
+        };
+        let labelled: Vec<(String, Label)> = shown_tokens
+            .into_iter()
+            .filter(|v| !self.client_sent(v))
+            .map(|v| (v, label.clone()))
+            .chain(masked.into_iter().map(|v| (v, sensitive.clone())))
+            .collect();
+        for (v, l) in &labelled {
+            self.add(v, l.clone());
         }
+        labelled
     }
 
     /// Note the value-like tokens of a call's arguments that carry no label:
@@ -253,10 +288,12 @@ impl TaintStore {
     pub fn add_sent(&mut self, args: &Value) {
         let now = now_secs();
         for tok in tokens(args, self.min_len) {
+            // Hash only when some label is known by its digest alone.
             if self.values.contains_key(&tok)
-                || self
-                    .hashed
-                    .contains_key(&portcullis_core::sha256_hex(tok.as_bytes()))
+                || (!self.hashed.is_empty()
+                    && self
+                        .hashed
+                        .contains_key(&portcullis_core::sha256_hex(tok.as_bytes())))
             {
                 continue;
             }
