@@ -551,26 +551,33 @@ impl Store {
         self.with(|c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             {
-                let mut was_sensitive =
-                    tx.prepare_cached("SELECT sensitive FROM taint WHERE digest = ?1")?;
-                let mut touch =
-                    tx.prepare_cached("UPDATE taint SET seen = ?1 WHERE digest = ?2")?;
+                // One statement per label; a sensitive row keeps its label (and
+                // stays value-less) when a non-sensitive one of the same value
+                // comes, only its `seen` moves.
                 let mut put = tx.prepare_cached(
-                    "INSERT OR REPLACE INTO taint
+                    "INSERT INTO taint
                      (digest, value, hint, server, tool, record_id, sensitive, source, seen)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                     ON CONFLICT (digest) DO UPDATE SET
+                       seen = excluded.seen,
+                       value = CASE WHEN sensitive = 1 AND excluded.sensitive = 0
+                               THEN value ELSE excluded.value END,
+                       hint = CASE WHEN sensitive = 1 AND excluded.sensitive = 0
+                              THEN hint ELSE excluded.hint END,
+                       server = CASE WHEN sensitive = 1 AND excluded.sensitive = 0
+                                THEN server ELSE excluded.server END,
+                       tool = CASE WHEN sensitive = 1 AND excluded.sensitive = 0
+                              THEN tool ELSE excluded.tool END,
+                       record_id = CASE WHEN sensitive = 1 AND excluded.sensitive = 0
+                                   THEN record_id ELSE excluded.record_id END,
+                       source = CASE WHEN sensitive = 1 AND excluded.sensitive = 0
+                                THEN source ELSE excluded.source END,
+                       sensitive = CASE WHEN sensitive = 1 AND excluded.sensitive = 0
+                                   THEN sensitive ELSE excluded.sensitive END",
                 )?;
                 for (value, l) in labels {
-                    let digest = portcullis_core::sha256_hex(value.as_bytes());
-                    let old: Option<i64> = was_sensitive
-                        .query_row(params![digest], |r| r.get(0))
-                        .optional()?;
-                    if old == Some(1) && !l.sensitive {
-                        touch.execute(params![seen as i64, digest])?;
-                        continue;
-                    }
                     put.execute(params![
-                        digest,
+                        portcullis_core::sha256_hex(value.as_bytes()),
                         (!l.sensitive).then_some(value.as_str()),
                         crate::taint::hint(value),
                         l.server,
@@ -588,11 +595,17 @@ impl Store {
                     params![expire_before as i64],
                 )?;
             }
-            tx.execute(
-                "DELETE FROM taint WHERE rowid NOT IN
-                 (SELECT rowid FROM taint ORDER BY seen DESC, rowid DESC LIMIT ?1)",
-                params![max as i64],
-            )?;
+            // Drop the oldest rows beyond `max` (a count, then only what is over:
+            // cheap in the common case of nothing to drop).
+            let rows: i64 = tx.query_row("SELECT count(*) FROM taint", [], |r| r.get(0))?;
+            let over = rows - max as i64;
+            if over > 0 {
+                tx.execute(
+                    "DELETE FROM taint WHERE rowid IN
+                     (SELECT rowid FROM taint ORDER BY seen ASC, rowid ASC LIMIT ?1)",
+                    params![over],
+                )?;
+            }
             tx.commit()
         })
     }

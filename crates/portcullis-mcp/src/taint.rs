@@ -54,7 +54,26 @@ pub struct Match {
 struct Entry {
     label: Label,
     seen: u64,
+    /// When this label was last handed to the state store (0 = not yet).
+    stored: u64,
 }
+
+impl Entry {
+    /// Whether `label` says the same as this entry's label for the store (the
+    /// record id of the latest sighting aside).
+    fn same_origin(&self, label: &Label) -> bool {
+        self.label.server == label.server
+            && self.label.tool == label.tool
+            && self.label.sensitive == label.sensitive
+            && self.label.source == label.source
+    }
+}
+
+/// A value seen again with an unchanged label is written to the state store at
+/// most once per this many seconds: a server that repeats the same ids in
+/// every result costs one write per minute, not one per result. The stored
+/// `seen` (for the time to live after a restart) is at most this stale.
+pub const STORE_REFRESH_SECS: u64 = 60;
 
 #[derive(Debug, Default)]
 pub struct TaintStore {
@@ -176,24 +195,55 @@ impl TaintStore {
     /// Label one value, seen now (a later label of the same value replaces the
     /// earlier one unless the earlier is sensitive).
     pub fn add(&mut self, value: &str, label: Label) {
-        self.add_seen(value, label, now_secs());
+        self.insert(value, label, now_secs(), 0);
     }
 
-    /// Label one value last seen at `seen` (Unix seconds).
+    /// Label one value last seen at `seen` (Unix seconds), as read back from the
+    /// state store (so it counts as stored then).
     pub fn add_seen(&mut self, value: &str, label: Label, seen: u64) {
+        self.insert(value, label, seen, seen);
+    }
+
+    /// Label one value. `stored` is when the label was last written to the state
+    /// store; a label of the same origin keeps its entry's.
+    fn insert(&mut self, value: &str, label: Label, seen: u64, stored: u64) {
         if value.chars().count() < self.min_len {
             return;
         }
-        if let Some(old) = self.values.get_mut(value) {
-            if old.label.sensitive && !label.sensitive {
+        let stored = match self.values.get_mut(value) {
+            Some(old) if old.label.sensitive && !label.sensitive => {
                 old.seen = old.seen.max(seen);
                 return;
             }
-        } else {
-            self.order.push_back(value.to_string());
-        }
-        self.values.insert(value.to_string(), Entry { label, seen });
+            Some(old) if old.same_origin(&label) => old.stored.max(stored),
+            Some(_) => stored,
+            None => {
+                self.order.push_back(value.to_string());
+                stored
+            }
+        };
+        self.values.insert(
+            value.to_string(),
+            Entry {
+                label,
+                seen,
+                stored,
+            },
+        );
         self.trim();
+    }
+
+    /// Whether the label of `value` should be (re)written to the state store
+    /// now: never written, its origin changed, or last written
+    /// [`STORE_REFRESH_SECS`] ago. Marks it written.
+    fn take_unstored(&mut self, value: &str, now: u64) -> bool {
+        match self.values.get_mut(value) {
+            Some(e) if e.stored == 0 || now.saturating_sub(e.stored) >= STORE_REFRESH_SECS => {
+                e.stored = now;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Label a sensitive value known only by its SHA-256 (hex) and its hint.
@@ -204,7 +254,14 @@ impl TaintStore {
         }
         self.hashed.insert(
             digest.to_string(),
-            (Entry { label, seen }, hint.to_string()),
+            (
+                Entry {
+                    label,
+                    seen,
+                    stored: seen,
+                },
+                hint.to_string(),
+            ),
         );
         self.trim();
     }
@@ -243,8 +300,9 @@ impl TaintStore {
         self.label_result(result, result, label);
     }
 
-    /// Label a forwarded result's values and return the labels given (for the
-    /// state store). `raw` is the result as the server sent it, `shown` as it was
+    /// Label a forwarded result's values and return the labels the state store
+    /// does not have yet (new, changed, or due a refresh: [`STORE_REFRESH_SECS`]).
+    /// `raw` is the result as the server sent it, `shown` as it was
     /// forwarded: a token of `raw` missing from `shown` was masked by the output
     /// guard and is labelled sensitive whatever its origin; a token of `shown`
     /// the client sent first stays the client's and is not labelled.
@@ -276,10 +334,15 @@ impl TaintStore {
             .map(|v| (v, label.clone()))
             .chain(masked.into_iter().map(|v| (v, sensitive.clone())))
             .collect();
-        for (v, l) in &labelled {
-            self.add(v, l.clone());
+        let now = now_secs();
+        let mut unstored = Vec::new();
+        for (v, l) in labelled {
+            self.insert(&v, l.clone(), now, 0);
+            if self.take_unstored(&v, now) {
+                unstored.push((v, l));
+            }
         }
-        labelled
+        unstored
     }
 
     /// Note the value-like tokens of a call's arguments that carry no label:
@@ -565,6 +628,30 @@ mod tests {
         t.add_sent(&json!("DDDD44444"));
         t.sent.insert("DDDD44444".into(), now_secs() - 3600);
         assert!(!t.client_sent("DDDD44444"));
+    }
+
+    #[test]
+    fn a_label_goes_to_the_state_store_when_new_changed_or_due() {
+        let mut t = TaintStore::new(100, 8);
+        let result = json!("order ORD-11112222 shipped, tracking TRK-33334444");
+        let first = t.label_result(&result, &result, &label("alpha"));
+        assert_eq!(first.len(), 2);
+        // The same values again from the same origin: nothing new to store.
+        assert!(t.label_result(&result, &result, &label("alpha")).is_empty());
+        // From another server: the label changed, so it is stored again.
+        assert_eq!(t.label_result(&result, &result, &label("beta")).len(), 2);
+        // Due a refresh after STORE_REFRESH_SECS.
+        for e in t.values.values_mut() {
+            e.stored -= STORE_REFRESH_SECS;
+        }
+        let again = t.label_result(&result, &result, &label("beta"));
+        assert_eq!(again.len(), 2);
+        // A label read back from the store counts as stored.
+        let mut t = TaintStore::new(100, 8);
+        t.add_seen("ORD-11112222", label("alpha"), now_secs());
+        let got = t.label_result(&result, &result, &label("alpha"));
+        let values: Vec<&str> = got.iter().map(|(v, _)| v.as_str()).collect();
+        assert_eq!(values, ["TRK-33334444"]);
     }
 
     #[test]
