@@ -141,11 +141,26 @@ pub async fn bind_http(
 impl HttpListener {
     /// Serve until `ct` is cancelled.
     pub async fn serve(self, ct: CancellationToken) -> Result<(), ServeError> {
-        axum::serve(self.listener, self.app)
+        axum::serve(nodelay(self.listener), self.app)
             .with_graceful_shutdown(async move { ct.cancelled_owned().await })
             .await
             .map_err(ServeError::Http)
     }
+}
+
+/// The listener with TCP_NODELAY on every accepted connection. A response goes
+/// out in several small writes (SSE event, end of stream); with Nagle's
+/// algorithm on, a client that keeps its connection (the Python and
+/// TypeScript SDKs do) waits out its own delayed ACK, about 40 ms, per call.
+fn nodelay(
+    listener: tokio::net::TcpListener,
+) -> impl axum::serve::Listener<Io = tokio::net::TcpStream, Addr = std::net::SocketAddr> {
+    use axum::serve::ListenerExt;
+    listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %e, "TCP_NODELAY not set");
+        }
+    })
 }
 
 async fn require_bearer(State(expected): State<Arc<String>>, req: Request, next: Next) -> Response {
@@ -167,4 +182,20 @@ async fn require_bearer(State(expected): State<Arc<String>>, req: Request, next:
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::serve::Listener;
+
+    #[tokio::test]
+    async fn accepted_connections_have_nodelay() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut listener = super::nodelay(listener);
+        let connect = tokio::spawn(tokio::net::TcpStream::connect(addr));
+        let (tcp, _) = listener.accept().await;
+        assert!(tcp.nodelay().unwrap());
+        connect.await.unwrap().unwrap();
+    }
 }
