@@ -40,6 +40,13 @@ pub struct ServerConfig {
     pub url: Option<String>,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Streamable HTTP: keep connections to the server for reuse instead of one
+    /// per request (rmcp's default). Saves a TCP handshake per call; turn it on
+    /// only for a server that sends with TCP_NODELAY (Node's HTTP server and
+    /// this project's do): on one that does not, a reused connection waits out
+    /// a delayed ACK, about 40 ms, per call.
+    #[serde(default)]
+    pub keep_alive: bool,
     /// Restarts of a stdio child that died, before the server is marked failed.
     #[serde(default = "default_restarts")]
     pub max_restarts: u32,
@@ -59,6 +66,7 @@ impl ServerConfig {
             cwd: None,
             url: None,
             headers: BTreeMap::new(),
+            keep_alive: false,
             max_restarts: default_restarts(),
         }
     }

@@ -256,7 +256,12 @@ async fn open(
             }
             let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             cfg.custom_headers = headers;
-            let transport = StreamableHttpClientTransport::from_config(cfg);
+            let transport = if config.keep_alive {
+                let client = keep_alive_client().map_err(|e| init(&e))?;
+                StreamableHttpClientTransport::with_client(client, cfg)
+            } else {
+                StreamableHttpClientTransport::from_config(cfg)
+            };
             rmcp::serve_client(handler, transport)
                 .await
                 .map_err(|e| init(&e))
@@ -266,6 +271,39 @@ async fn open(
             message: "needs exactly one of `command` or `url`".into(),
         }),
     }
+}
+
+/// Redirects followed toward one upstream, at most.
+const MAX_REDIRECTS: usize = 10;
+
+/// The HTTP client of an upstream with `keep_alive`: idle connections are kept
+/// for reuse (rmcp's default client opens one per request), with TCP_NODELAY.
+/// Redirects as rmcp's default: only same-origin 307/308 (they keep the method
+/// and body), at most [`MAX_REDIRECTS`]; any other is returned as the response,
+/// so a message never goes to another host.
+fn keep_alive_client() -> Result<reqwest::Client, reqwest::Error> {
+    let same_origin = reqwest::redirect::Policy::custom(|attempt| {
+        let keeps_body = matches!(
+            attempt.status(),
+            reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+        );
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !keeps_body || !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    });
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_idle_timeout(Duration::from_secs(30))
+        .redirect(same_origin)
+        .build()
 }
 
 /// Default per-request options toward an upstream.

@@ -50,6 +50,7 @@ pub struct HttpServer {
     listener: tokio::net::TcpListener,
     router: axum::Router,
     cancel: CancellationToken,
+    accepted: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl HttpServer {
@@ -74,12 +75,19 @@ impl HttpServer {
             listener,
             router,
             cancel,
+            accepted: Arc::default(),
         })
     }
 
     /// The URL clients connect to.
     pub fn url(&self) -> String {
         format!("http://{}/mcp", self.addr)
+    }
+
+    /// How many TCP connections the server has accepted so far (a client that
+    /// reuses its connection shows up once).
+    pub fn accepted(&self) -> Arc<std::sync::atomic::AtomicUsize> {
+        self.accepted.clone()
     }
 
     /// A token that stops the server when cancelled.
@@ -89,8 +97,16 @@ impl HttpServer {
 
     /// Serves until the cancel token is cancelled.
     pub async fn run(self) -> Result<(), ServeError> {
+        use axum::serve::ListenerExt;
         let cancel = self.cancel.clone();
-        axum::serve(self.listener, self.router)
+        // Small writes go out at once (no Nagle): a client that keeps its
+        // connection would otherwise wait ~40 ms on its delayed ACK per call.
+        let accepted = self.accepted.clone();
+        let listener = self.listener.tap_io(move |tcp| {
+            accepted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, self.router)
             .with_graceful_shutdown(async move { cancel.cancelled_owned().await })
             .await?;
         Ok(())

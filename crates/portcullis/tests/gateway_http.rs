@@ -1,7 +1,8 @@
 //! The gateway's Streamable HTTP listener as an attacker and as several clients see
 //! it: Origin and Host checks (DNS rebinding), the bearer token, concurrent
 //! sessions, a client that vanishes mid-request, and the audit log's durability
-//! when the gateway is killed right after answering.
+//! when the gateway is killed right after answering; and its connections to an
+//! HTTP upstream with and without `keep_alive`.
 //!
 //! Real parts only: the `portcullis proxy` binary, the project's test server behind
 //! it, raw HTTP/1.1 requests and rmcp clients in front.
@@ -358,4 +359,55 @@ async fn sigkill_right_after_a_call_keeps_its_record() {
     assert!(log
         .iter()
         .any(|r| r["channel"] == "tool_arguments" && r["tool"] == "echo"));
+}
+
+/// A gateway in front of an HTTP upstream opens a connection per request by
+/// default and reuses one with `keep_alive = true`; answers are the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_reuses_upstream_connections() {
+    for keep_alive in [false, true] {
+        let server = portcullis_testkit::HttpServer::bind(
+            portcullis_testkit::ServerOptions::benign(),
+            "127.0.0.1:0".parse().unwrap(),
+        )
+        .await
+        .unwrap();
+        let accepted = server.accepted();
+        let upstream = server.url();
+        let stop = server.cancel_token();
+        tokio::spawn(server.run());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("gateway.toml"),
+            format!(
+                "[audit]\nlog = \"audit.jsonl\"\n[[server]]\nname = \"kit\"\nurl = {upstream:?}\nkeep_alive = {keep_alive}\n"
+            ),
+        )
+        .unwrap();
+        let gw = tokio::task::spawn_blocking(move || {
+            HttpProxy::start_in(dir, &["--config".into(), "gateway.toml".into()], &[])
+        })
+        .await
+        .unwrap();
+        let client = http_client(&gw.url, None).await;
+        let before = accepted.load(std::sync::atomic::Ordering::SeqCst);
+        for i in 0..20 {
+            let text = format!("call {i}");
+            assert_eq!(
+                call_text(&client, "echo", json!({ "text": text })).await,
+                text
+            );
+        }
+        let opened = accepted.load(std::sync::atomic::Ordering::SeqCst) - before;
+        if keep_alive {
+            // A connection is reused once its last response stream has ended;
+            // a call that starts before that (a loaded machine) opens another.
+            assert!(opened < 20, "keep_alive: {opened} connections for 20 calls");
+        } else {
+            assert!(opened >= 20, "default: {opened} connections for 20 calls");
+        }
+        assert_eq!(tool_results(&gw, "echo"), 20, "every result has its record");
+        let _ = client.cancel().await;
+        stop.cancel();
+    }
 }
