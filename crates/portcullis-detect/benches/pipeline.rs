@@ -1,5 +1,7 @@
 //! normalize + rules on 100 B, 1 KiB, 64 KiB and 1 MiB inputs, benign and
-//! adversarial; and the whole `inspect` on 1 KiB. Run: `cargo bench -p portcullis-detect`.
+//! adversarial; the whole `inspect` on 1 KiB; and each stage on the 64 KiB tool result
+//! the gateway benchmark uses (`portcullis-proxy-bench`'s `payload 64`).
+//! Run: `cargo bench -p portcullis-detect`.
 
 use base64::Engine;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -36,6 +38,21 @@ fn sized(piece: &str, len: usize) -> String {
     }
     s.truncate(cut);
     s
+}
+
+/// The test server's `payload` text (`portcullis_testkit::deterministic_text`), rebuilt
+/// here so the detector's benches do not depend on the test kit.
+fn weather_lines(bytes: usize) -> String {
+    let mut out = String::with_capacity(bytes + 64);
+    let mut line = 0u64;
+    while out.len() < bytes {
+        out.push_str(&format!(
+            "{line:08} rain in the morning, clearing by noon; light west wind\n"
+        ));
+        line += 1;
+    }
+    out.truncate(bytes);
+    out
 }
 
 fn bench(c: &mut Criterion) {
@@ -115,5 +132,43 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// Where a 64 KiB tool result's inspection time goes, stage by stage.
+fn bench_64k_result(c: &mut Criterion) {
+    let caps = NormalizeConfig::default();
+    let rules = RuleSet::embedded().expect("rules");
+    let text = weather_lines(64 * 1024);
+    let n = normalize(&text, TextKind::Prose, &caps);
+    let mut group = c.benchmark_group("result-64KiB");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.bench_function("normalize", |b| {
+        b.iter(|| black_box(normalize(black_box(&text), TextKind::Prose, &caps)))
+    });
+    group.bench_function("rules", |b| {
+        b.iter(|| black_box(rules.scan(black_box(&n.views), Target::Text)))
+    });
+    if let Some(json) = portcullis_detect::stages::lexical::EMBEDDED_LEXICAL {
+        let model = portcullis_detect::lexical::LexicalModel::from_json(json).expect("model");
+        let views: Vec<&str> = n.views.iter().map(|v| v.text.as_str()).collect();
+        group.bench_function("lexical", |b| {
+            b.iter(|| black_box(model.probability(black_box(&views))))
+        });
+    }
+    let d = Detector::with_defaults().expect("detector");
+    let item = Item::new(Channel::ToolResult, text.clone());
+    group.bench_function("inspect", |b| {
+        b.iter(|| {
+            black_box(d.inspect(
+                black_box(&item),
+                RecordMeta {
+                    id: "b".into(),
+                    position: 0,
+                },
+            ))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_64k_result);
 criterion_main!(benches);

@@ -13,6 +13,12 @@
 //!   gateway = N client sessions to one `portcullis proxy --listen` whose upstream is
 //!   that same HTTP server (configured by `url`).
 //!
+//! With `--floor`, a bare relay takes the gateway's place: a process that copies
+//! bytes between the client and the upstream (stdio: its stdin/stdout and the
+//! upstream's pipes; HTTP: TCP to the upstream's port), with no parsing,
+//! inspection or logging. Its figures are the cost of the extra hop alone, the
+//! floor any gateway in a separate process starts from.
+//!
 //! Then a long run through the gateway (HTTP, N sessions, 1 KiB results) with the
 //! gateway's resident memory (VmRSS from /proc/PID/status) sampled before and after.
 //! The output is a Markdown report on stdout (progress on stderr).
@@ -73,6 +79,15 @@ struct Args {
     /// scripts/fetch-models.sh).
     #[arg(long)]
     embedding: bool,
+    /// HTTP clients keep their connections (as the Python and TypeScript SDKs
+    /// do) instead of rmcp's default of a new connection per request; so does
+    /// the gateway toward its upstream (`[[server]] keep_alive`).
+    #[arg(long)]
+    keep_alive: bool,
+    /// Put a bare byte relay in the gateway's place (no parsing, inspection or
+    /// logging): the cost of the extra process hop alone.
+    #[arg(long)]
+    floor: bool,
     /// Transports to measure.
     #[arg(long, value_delimiter = ',', default_value = "stdio,http")]
     transports: Vec<String>,
@@ -173,13 +188,24 @@ async fn stdio_client(cmd: &Path, args: &[String]) -> Result<(Client, Child)> {
     Ok((client, child))
 }
 
-async fn http_clients(url: &str, n: usize) -> Result<Vec<Client>> {
+async fn http_clients(url: &str, n: usize, keep_alive: bool) -> Result<Vec<Client>> {
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
-        let c =
-            ().serve(StreamableHttpClientTransport::from_uri(url.to_string()))
-                .await
-                .with_context(|| format!("initializing {url}"))?;
+        let transport = if keep_alive {
+            let http = reqwest::Client::builder()
+                .tcp_nodelay(true)
+                .build()
+                .context("building the HTTP client")?;
+            StreamableHttpClientTransport::with_client(
+                http,
+                rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                    url.to_string(),
+                ),
+            )
+        } else {
+            StreamableHttpClientTransport::from_uri(url.to_string())
+        };
+        let c = ().serve(transport).await.with_context(|| format!("initializing {url}"))?;
         c.peer().list_all_tools().await.context("tools/list")?;
         v.push(c);
     }
@@ -251,6 +277,10 @@ struct Env {
     everything: Option<(PathBuf, PathBuf)>,
     work: PathBuf,
     no_fsync: bool,
+    /// A bare relay in the gateway's place (`--floor`).
+    floor: bool,
+    /// Keep-alive HTTP clients (`--keep-alive`).
+    keep_alive: bool,
     /// Detector configuration for the gateway (--detector), when not the default.
     detector: Option<PathBuf>,
     concurrency: usize,
@@ -276,10 +306,17 @@ impl Env {
     /// (direct, through the gateway) over stdio for an upstream command.
     async fn stdio_pair(&self, tag: &str, upstream: &[String]) -> Result<(Side, Side)> {
         let (dc, dchild) = stdio_client(Path::new(&upstream[0]), &upstream[1..]).await?;
-        let mut args = self.proxy_base(tag);
-        args.push("--".into());
-        args.extend(upstream.iter().cloned());
-        let (pc, pchild) = stdio_client(&self.portcullis, &args).await?;
+        let (gateway, args) = if self.floor {
+            let mut args = vec![RELAY_STDIO.to_string()];
+            args.extend(upstream.iter().cloned());
+            (std::env::current_exe()?, args)
+        } else {
+            let mut args = self.proxy_base(tag);
+            args.push("--".into());
+            args.extend(upstream.iter().cloned());
+            (self.portcullis.clone(), args)
+        };
+        let (pc, pchild) = stdio_client(&gateway, &args).await?;
         let pid = pchild.id();
         Ok((
             Side {
@@ -304,23 +341,30 @@ impl Env {
         std::fs::write(
             &cfg,
             format!(
-                "[audit]\nlog = {:?}\n[[server]]\nname = \"up\"\nurl = {upstream_url:?}\n",
-                self.work.join(format!("{tag}.jsonl")).display().to_string()
+                "[audit]\nlog = {:?}\n[[server]]\nname = \"up\"\nurl = {upstream_url:?}\nkeep_alive = {}\n",
+                self.work.join(format!("{tag}.jsonl")).display().to_string(),
+                self.keep_alive
             ),
         )?;
-        let mut cmd = Command::new(&self.portcullis);
-        cmd.args(["proxy", "--listen", "127.0.0.1:0", "--no-stdio", "--config"])
-            .arg(&cfg);
-        if self.no_fsync {
-            cmd.arg("--no-fsync");
-        }
-        if let Some(d) = &self.detector {
-            cmd.arg("--detector").arg(d);
-        }
-        let (gchild, gurl) = spawn_http(cmd, "portcullis: listening on ").await?;
+        let (gchild, gurl) = if self.floor {
+            let mut cmd = Command::new(std::env::current_exe()?);
+            cmd.args([RELAY_TCP, upstream_url]);
+            spawn_http(cmd, "relay: listening on ").await?
+        } else {
+            let mut cmd = Command::new(&self.portcullis);
+            cmd.args(["proxy", "--listen", "127.0.0.1:0", "--no-stdio", "--config"])
+                .arg(&cfg);
+            if self.no_fsync {
+                cmd.arg("--no-fsync");
+            }
+            if let Some(d) = &self.detector {
+                cmd.arg("--detector").arg(d);
+            }
+            spawn_http(cmd, "portcullis: listening on ").await?
+        };
         let pid = gchild.id();
-        let direct = http_clients(upstream_url, self.concurrency).await?;
-        let proxied = http_clients(&gurl, self.concurrency).await?;
+        let direct = http_clients(upstream_url, self.concurrency, self.keep_alive).await?;
+        let proxied = http_clients(&gurl, self.concurrency, self.keep_alive).await?;
         Ok((
             Side {
                 sessions: direct.iter().map(|c| c.peer().clone()).collect(),
@@ -561,6 +605,8 @@ async fn run_in(args: &Args, tmp: &Path) -> Result<String> {
         everything,
         work: tmp.to_path_buf(),
         no_fsync: args.no_fsync,
+        floor: args.floor,
+        keep_alive: args.keep_alive,
         concurrency: args.concurrency,
     };
     let ts = env.testserver.display().to_string();
@@ -586,7 +632,8 @@ async fn run_in(args: &Args, tmp: &Path) -> Result<String> {
                 let (_server, url) = spawn_http(cmd, "listening on ").await?;
                 let (d, p) = env.http_pair("http-kit", &url).await?;
                 cells(&env, "http", &payloads, &d, &p, args, &mut rows).await?;
-                if args.long > 0 {
+                // The relay's memory says nothing about the gateway's.
+                if args.long > 0 && !args.floor {
                     memory = long_run(&p, args).await?;
                 }
                 drop((d, p));
@@ -653,9 +700,20 @@ fn render(rows: &[Row], memory: &str, args: &Args) -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let _ = writeln!(
         out,
-        "detector: balanced preset, rules + lexical{}; audit fsync: {}; calls per cell and side: {} \
+        "{}; HTTP clients: {}; audit fsync: {}; calls per cell and side: {} \
          in {} interleaved rounds; CPUs: {cpus}; load average at the end: {}\n",
-        if args.embedding { " + embedding" } else { "" },
+        if args.floor {
+            "gateway column: a bare byte relay (--floor), no gateway"
+        } else if args.embedding {
+            "detector: balanced preset, rules + lexical + embedding"
+        } else {
+            "detector: balanced preset, rules + lexical"
+        },
+        if args.keep_alive {
+            "keep-alive (--keep-alive)"
+        } else {
+            "a connection per request (rmcp's default)"
+        },
         if args.no_fsync {
             "off (--no-fsync)"
         } else {
@@ -709,7 +767,89 @@ fn render(rows: &[Row], memory: &str, args: &Args) -> String {
     out
 }
 
+/// Hidden first arguments: run as the bare relay of `--floor`.
+const RELAY_STDIO: &str = "__relay-stdio";
+const RELAY_TCP: &str = "__relay-tcp";
+
+/// `__relay-stdio CMD ARGS…`: spawn CMD and copy bytes both ways until either side
+/// closes, each write flushed at once.
+fn relay_stdio(cmd: &[String]) -> Result<()> {
+    use std::io::{Read, Write};
+    let (prog, rest) = cmd.split_first().ok_or_else(|| anyhow!("no command"))?;
+    let mut child = std::process::Command::new(prog)
+        .args(rest)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("spawning {prog}"))?;
+    let mut to_child = child.stdin.take().ok_or_else(|| anyhow!("no stdin"))?;
+    let mut from_child = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut out = std::io::stdout().lock();
+        while let Ok(n @ 1..) = from_child.read(&mut buf) {
+            if out.write_all(&buf[..n]).and_then(|_| out.flush()).is_err() {
+                break;
+            }
+        }
+        std::process::exit(0);
+    });
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut inp = std::io::stdin().lock();
+    while let Ok(n @ 1..) = inp.read(&mut buf) {
+        if to_child.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    drop(to_child);
+    let _ = child.wait();
+    Ok(())
+}
+
+/// `__relay-tcp URL`: listen on a free local port and relay every connection to
+/// URL's host and port; prints `relay: listening on URL'` (same path) on stderr.
+fn relay_tcp(url: &str) -> Result<()> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| anyhow!("not an http:// URL: {url}"))?;
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let upstream = authority.to_string();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        eprintln!(
+            "relay: listening on http://{}/{path}",
+            listener.local_addr()?
+        );
+        loop {
+            let (mut inbound, _) = listener.accept().await?;
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                let _ = inbound.set_nodelay(true);
+                if let Ok(mut out) = tokio::net::TcpStream::connect(&upstream).await {
+                    let _ = out.set_nodelay(true);
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut out).await;
+                }
+            });
+        }
+    })
+}
+
 fn main() -> Result<std::process::ExitCode> {
+    let argv: Vec<String> = std::env::args().collect();
+    match argv.get(1).map(String::as_str) {
+        Some(RELAY_STDIO) => {
+            return relay_stdio(&argv[2..]).map(|_| std::process::ExitCode::SUCCESS)
+        }
+        Some(RELAY_TCP) => {
+            let url = argv.get(2).ok_or_else(|| anyhow!("no upstream URL"))?;
+            return relay_tcp(url).map(|_| std::process::ExitCode::SUCCESS);
+        }
+        _ => {}
+    }
     let args = Args::parse();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
