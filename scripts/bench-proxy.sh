@@ -2,7 +2,10 @@
 # Benchmarks `portcullis proxy` against a direct connection (same rmcp client, same
 # upstream, interleaved in one run): rules + lexical with the audit log's fsync on (the
 # default, with the 100,000-call memory run), then with --no-fsync, then with the
-# embedding stage on. Release build. Prints Markdown tables on stdout.
+# embedding stage on, then the two floors in the gateway's place (a bare byte relay; an
+# rmcp pass-through with no inspection and no log). Release build. Prints Markdown
+# tables on stdout. Add --keep-alive for HTTP clients that keep their connections (as
+# the Python and TypeScript SDKs do).
 #
 #   scripts/bench-proxy.sh                 # full run (2000 calls per cell, 100,000-call long run)
 #   scripts/bench-proxy.sh --calls 500 --long 20000
@@ -29,3 +32,11 @@ if [[ -f models/all-MiniLM-L6-v2/model.safetensors ]]; then
   echo
   "$BENCH" --embedding --long 0 "$@"
 fi
+echo
+echo "## floor: a bare byte relay in the gateway's place"
+echo
+"$BENCH" --floor bytes --long 0 "$@"
+echo
+echo "## floor: an rmcp pass-through in the gateway's place (no inspection, no log)"
+echo
+"$BENCH" --floor rmcp --long 0 "$@"

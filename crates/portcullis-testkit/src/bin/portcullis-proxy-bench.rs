@@ -13,11 +13,14 @@
 //!   gateway = N client sessions to one `portcullis proxy --listen` whose upstream is
 //!   that same HTTP server (configured by `url`).
 //!
-//! With `--floor`, a bare relay takes the gateway's place: a process that copies
-//! bytes between the client and the upstream (stdio: its stdin/stdout and the
-//! upstream's pipes; HTTP: TCP to the upstream's port), with no parsing,
-//! inspection or logging. Its figures are the cost of the extra hop alone, the
-//! floor any gateway in a separate process starts from.
+//! With `--floor bytes`, a bare relay takes the gateway's place: a process that
+//! copies bytes between the client and the upstream (stdio: its stdin/stdout and
+//! the upstream's pipes; HTTP: TCP to the upstream's port), with no parsing,
+//! inspection or logging: the floor any gateway in a separate process starts
+//! from. With `--floor rmcp`, a pass-through built on rmcp does: an rmcp server
+//! (stdio or Streamable HTTP) whose tools/list and tools/call go to an rmcp
+//! client of the upstream, with no inspection and no log: the floor of a gateway
+//! built on rmcp, as issue 6 asks.
 //!
 //! Then a long run through the gateway (HTTP, N sessions, 1 KiB results) with the
 //! gateway's resident memory (VmRSS from /proc/PID/status) sampled before and after.
@@ -79,15 +82,20 @@ struct Args {
     /// scripts/fetch-models.sh).
     #[arg(long)]
     embedding: bool,
+    /// One more argument for `portcullis proxy` (repeat for several), e.g.
+    /// `--gateway-arg=--detector --gateway-arg=FILE` to measure another
+    /// configuration.
+    #[arg(long = "gateway-arg", allow_hyphen_values = true)]
+    gateway_args: Vec<String>,
     /// HTTP clients keep their connections (as the Python and TypeScript SDKs
     /// do) instead of rmcp's default of a new connection per request; so does
     /// the gateway toward its upstream (`[[server]] keep_alive`).
     #[arg(long)]
     keep_alive: bool,
-    /// Put a bare byte relay in the gateway's place (no parsing, inspection or
-    /// logging): the cost of the extra process hop alone.
-    #[arg(long)]
-    floor: bool,
+    /// Put a floor in the gateway's place: `bytes` (a bare byte relay, no
+    /// parsing) or `rmcp` (an rmcp pass-through, no inspection, no log).
+    #[arg(long, value_enum)]
+    floor: Option<Floor>,
     /// Transports to measure.
     #[arg(long, value_delimiter = ',', default_value = "stdio,http")]
     transports: Vec<String>,
@@ -277,10 +285,12 @@ struct Env {
     everything: Option<(PathBuf, PathBuf)>,
     work: PathBuf,
     no_fsync: bool,
-    /// A bare relay in the gateway's place (`--floor`).
-    floor: bool,
+    /// A floor in the gateway's place (`--floor`).
+    floor: Option<Floor>,
     /// Keep-alive HTTP clients (`--keep-alive`).
     keep_alive: bool,
+    /// Extra arguments for `portcullis proxy` (`--gateway-arg`).
+    gateway_args: Vec<String>,
     /// Detector configuration for the gateway (--detector), when not the default.
     detector: Option<PathBuf>,
     concurrency: usize,
@@ -300,14 +310,15 @@ impl Env {
             a.push("--detector".into());
             a.push(d.display().to_string());
         }
+        a.extend(self.gateway_args.iter().cloned());
         a
     }
 
     /// (direct, through the gateway) over stdio for an upstream command.
     async fn stdio_pair(&self, tag: &str, upstream: &[String]) -> Result<(Side, Side)> {
         let (dc, dchild) = stdio_client(Path::new(&upstream[0]), &upstream[1..]).await?;
-        let (gateway, args) = if self.floor {
-            let mut args = vec![RELAY_STDIO.to_string()];
+        let (gateway, args) = if let Some(floor) = self.floor {
+            let mut args = vec![floor.stdio_arg().to_string()];
             args.extend(upstream.iter().cloned());
             (std::env::current_exe()?, args)
         } else {
@@ -346,9 +357,12 @@ impl Env {
                 self.keep_alive
             ),
         )?;
-        let (gchild, gurl) = if self.floor {
+        let (gchild, gurl) = if let Some(floor) = self.floor {
             let mut cmd = Command::new(std::env::current_exe()?);
-            cmd.args([RELAY_TCP, upstream_url]);
+            cmd.args([floor.http_arg(), upstream_url]);
+            if self.keep_alive {
+                cmd.arg("keep-alive");
+            }
             spawn_http(cmd, "relay: listening on ").await?
         } else {
             let mut cmd = Command::new(&self.portcullis);
@@ -360,6 +374,7 @@ impl Env {
             if let Some(d) = &self.detector {
                 cmd.arg("--detector").arg(d);
             }
+            cmd.args(&self.gateway_args);
             spawn_http(cmd, "portcullis: listening on ").await?
         };
         let pid = gchild.id();
@@ -607,6 +622,7 @@ async fn run_in(args: &Args, tmp: &Path) -> Result<String> {
         no_fsync: args.no_fsync,
         floor: args.floor,
         keep_alive: args.keep_alive,
+        gateway_args: args.gateway_args.clone(),
         concurrency: args.concurrency,
     };
     let ts = env.testserver.display().to_string();
@@ -633,7 +649,7 @@ async fn run_in(args: &Args, tmp: &Path) -> Result<String> {
                 let (d, p) = env.http_pair("http-kit", &url).await?;
                 cells(&env, "http", &payloads, &d, &p, args, &mut rows).await?;
                 // The relay's memory says nothing about the gateway's.
-                if args.long > 0 && !args.floor {
+                if args.long > 0 && args.floor.is_none() {
                     memory = long_run(&p, args).await?;
                 }
                 drop((d, p));
@@ -700,14 +716,21 @@ fn render(rows: &[Row], memory: &str, args: &Args) -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let _ = writeln!(
         out,
-        "{}; HTTP clients: {}; audit fsync: {}; calls per cell and side: {} \
+        "{}{}; HTTP clients: {}; audit fsync: {}; calls per cell and side: {} \
          in {} interleaved rounds; CPUs: {cpus}; load average at the end: {}\n",
-        if args.floor {
-            "gateway column: a bare byte relay (--floor), no gateway"
+        if args.floor == Some(Floor::Bytes) {
+            "gateway column: a bare byte relay (--floor bytes), no gateway"
+        } else if args.floor == Some(Floor::Rmcp) {
+            "gateway column: an rmcp pass-through (--floor rmcp), no inspection, no log"
         } else if args.embedding {
             "detector: balanced preset, rules + lexical + embedding"
         } else {
             "detector: balanced preset, rules + lexical"
+        },
+        if args.gateway_args.is_empty() {
+            String::new()
+        } else {
+            format!(" (gateway arguments: {})", args.gateway_args.join(" "))
         },
         if args.keep_alive {
             "keep-alive (--keep-alive)"
@@ -767,9 +790,133 @@ fn render(rows: &[Row], memory: &str, args: &Args) -> String {
     out
 }
 
-/// Hidden first arguments: run as the bare relay of `--floor`.
+/// What takes the gateway's place with `--floor`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Floor {
+    /// A bare byte relay: no parsing, no inspection, no log.
+    Bytes,
+    /// An rmcp server forwarding tools/list and tools/call to an rmcp client.
+    Rmcp,
+}
+
+impl Floor {
+    fn stdio_arg(self) -> &'static str {
+        match self {
+            Floor::Bytes => RELAY_STDIO,
+            Floor::Rmcp => RELAY_RMCP_STDIO,
+        }
+    }
+    fn http_arg(self) -> &'static str {
+        match self {
+            Floor::Bytes => RELAY_TCP,
+            Floor::Rmcp => RELAY_RMCP_HTTP,
+        }
+    }
+}
+
+/// Hidden first arguments: run as a floor of `--floor`.
 const RELAY_STDIO: &str = "__relay-stdio";
 const RELAY_TCP: &str = "__relay-tcp";
+const RELAY_RMCP_STDIO: &str = "__relay-rmcp-stdio";
+const RELAY_RMCP_HTTP: &str = "__relay-rmcp-http";
+
+/// The rmcp pass-through of `--floor rmcp`: tools/list and tools/call go to
+/// the upstream's peer as they are.
+#[derive(Clone)]
+struct Passthrough {
+    upstream: Peer<RoleClient>,
+}
+
+fn passthrough_error(e: rmcp::service::ServiceError) -> rmcp::ErrorData {
+    rmcp::ErrorData::internal_error(e.to_string(), None)
+}
+
+impl rmcp::ServerHandler for Passthrough {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        serde_json::from_value(json!({
+            "protocolVersion": rmcp::model::ProtocolVersion::default(),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "rmcp-passthrough", "version": "0"}
+        }))
+        .unwrap_or_default()
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<rmcp::model::PaginatedRequestParams>,
+        _: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        self.upstream
+            .list_tools(request)
+            .await
+            .map_err(passthrough_error)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        self.upstream
+            .call_tool(request)
+            .await
+            .map(rmcp::model::CallToolResponse::Complete)
+            .map_err(passthrough_error)
+    }
+}
+
+/// `__relay-rmcp-stdio CMD ARGS…` and `__relay-rmcp-http URL [keep-alive]`: the pass-through
+/// on stdio in front of a stdio child, or on Streamable HTTP (printing
+/// `relay: listening on URL'`) in front of an HTTP server.
+fn relay_rmcp(http: bool, target: &[String]) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(async move {
+        if !http {
+            let (prog, rest) = target.split_first().ok_or_else(|| anyhow!("no command"))?;
+            let (client, _child) = stdio_client(Path::new(prog), rest).await?;
+            let server = Passthrough {
+                upstream: client.peer().clone(),
+            }
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("serving stdio")?;
+            let _ = server.waiting().await;
+            return Ok(());
+        }
+        let url = target.first().ok_or_else(|| anyhow!("no upstream URL"))?;
+        let keep_alive = target.get(1).is_some_and(|a| a == "keep-alive");
+        let client = http_clients(url, 1, keep_alive)
+            .await?
+            .pop()
+            .ok_or_else(|| anyhow!("no client"))?;
+        let upstream = client.peer().clone();
+        let service: rmcp::transport::StreamableHttpService<Passthrough, _> =
+            rmcp::transport::StreamableHttpService::new(
+                move || {
+                    Ok(Passthrough {
+                        upstream: upstream.clone(),
+                    })
+                },
+                std::sync::Arc::new(
+                    rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default(),
+                ),
+                rmcp::transport::StreamableHttpServerConfig::default(),
+            );
+        let app = axum::Router::new().nest_service("/mcp", service);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        eprintln!("relay: listening on http://{}/mcp", listener.local_addr()?);
+        use axum::serve::ListenerExt;
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, app).await?;
+        drop(client);
+        Ok(())
+    })
+}
 
 /// `__relay-stdio CMD ARGS…`: spawn CMD and copy bytes both ways until either side
 /// closes, each write flushed at once.
@@ -806,7 +953,8 @@ fn relay_stdio(cmd: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `__relay-tcp URL`: listen on a free local port and relay every connection to
+/// `__relay-tcp URL [keep-alive]` (the flag is for the rmcp relay; bytes are
+/// relayed as they come): listen on a free local port and relay every connection to
 /// URL's host and port; prints `relay: listening on URL'` (same path) on stderr.
 fn relay_tcp(url: &str) -> Result<()> {
     let rest = url
@@ -843,6 +991,12 @@ fn main() -> Result<std::process::ExitCode> {
     match argv.get(1).map(String::as_str) {
         Some(RELAY_STDIO) => {
             return relay_stdio(&argv[2..]).map(|_| std::process::ExitCode::SUCCESS)
+        }
+        Some(RELAY_RMCP_STDIO) => {
+            return relay_rmcp(false, &argv[2..]).map(|_| std::process::ExitCode::SUCCESS)
+        }
+        Some(RELAY_RMCP_HTTP) => {
+            return relay_rmcp(true, &argv[2..]).map(|_| std::process::ExitCode::SUCCESS)
         }
         Some(RELAY_TCP) => {
             let url = argv.get(2).ok_or_else(|| anyhow!("no upstream URL"))?;
