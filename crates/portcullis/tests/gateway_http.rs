@@ -397,12 +397,15 @@ async fn keep_alive_reuses_upstream_connections() {
                 call_text(&client, "echo", json!({ "text": text })).await,
                 text
             );
+            // Pace the calls so the last response's stream has ended and its
+            // connection is back in the pool (not a timing assertion).
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let opened = accepted.load(std::sync::atomic::Ordering::SeqCst) - before;
         if keep_alive {
             // A connection is reused once its last response stream has ended;
             // a call that starts before that (a loaded machine) opens another.
-            assert!(opened < 20, "keep_alive: {opened} connections for 20 calls");
+            assert!(opened < 10, "keep_alive: {opened} connections for 20 calls");
         } else {
             assert!(opened >= 20, "default: {opened} connections for 20 calls");
         }
