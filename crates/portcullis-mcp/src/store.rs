@@ -551,33 +551,26 @@ impl Store {
         self.with(|c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             {
-                // One statement per label; a sensitive row keeps its label (and
-                // stays value-less) when a non-sensitive one of the same value
-                // comes, only its `seen` moves.
+                // One upsert per label. A sensitive row keeps its label (and stays
+                // value-less) when a non-sensitive one of the same value comes: the
+                // upsert changes nothing then, and only its `seen` moves.
                 let mut put = tx.prepare_cached(
                     "INSERT INTO taint
                      (digest, value, hint, server, tool, record_id, sensitive, source, seen)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
                      ON CONFLICT (digest) DO UPDATE SET
-                       seen = excluded.seen,
-                       value = CASE WHEN sensitive = 1 AND excluded.sensitive = 0
-                               THEN value ELSE excluded.value END,
-                       hint = CASE WHEN sensitive = 1 AND excluded.sensitive = 0
-                              THEN hint ELSE excluded.hint END,
-                       server = CASE WHEN sensitive = 1 AND excluded.sensitive = 0
-                                THEN server ELSE excluded.server END,
-                       tool = CASE WHEN sensitive = 1 AND excluded.sensitive = 0
-                              THEN tool ELSE excluded.tool END,
-                       record_id = CASE WHEN sensitive = 1 AND excluded.sensitive = 0
-                                   THEN record_id ELSE excluded.record_id END,
-                       source = CASE WHEN sensitive = 1 AND excluded.sensitive = 0
-                                THEN source ELSE excluded.source END,
-                       sensitive = CASE WHEN sensitive = 1 AND excluded.sensitive = 0
-                                   THEN sensitive ELSE excluded.sensitive END",
+                       value = excluded.value, hint = excluded.hint,
+                       server = excluded.server, tool = excluded.tool,
+                       record_id = excluded.record_id, sensitive = excluded.sensitive,
+                       source = excluded.source, seen = excluded.seen
+                     WHERE NOT (taint.sensitive = 1 AND excluded.sensitive = 0)",
                 )?;
+                let mut touch =
+                    tx.prepare_cached("UPDATE taint SET seen = ?1 WHERE digest = ?2")?;
                 for (value, l) in labels {
-                    put.execute(params![
-                        portcullis_core::sha256_hex(value.as_bytes()),
+                    let digest = portcullis_core::sha256_hex(value.as_bytes());
+                    let changed = put.execute(params![
+                        digest,
                         (!l.sensitive).then_some(value.as_str()),
                         crate::taint::hint(value),
                         l.server,
@@ -587,6 +580,9 @@ impl Store {
                         l.source,
                         seen as i64
                     ])?;
+                    if changed == 0 {
+                        touch.execute(params![seen as i64, digest])?;
+                    }
                 }
             }
             if expire_before > 0 {
