@@ -40,21 +40,6 @@ fn sized(piece: &str, len: usize) -> String {
     s
 }
 
-/// The test server's `payload` text (`portcullis_testkit::deterministic_text`), rebuilt
-/// here so the detector's benches do not depend on the test kit.
-fn weather_lines(bytes: usize) -> String {
-    let mut out = String::with_capacity(bytes + 64);
-    let mut line = 0u64;
-    while out.len() < bytes {
-        out.push_str(&format!(
-            "{line:08} rain in the morning, clearing by noon; light west wind\n"
-        ));
-        line += 1;
-    }
-    out.truncate(bytes);
-    out
-}
-
 fn bench(c: &mut Criterion) {
     let rules = RuleSet::embedded().expect("rules");
     let caps = NormalizeConfig::default();
@@ -117,17 +102,7 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("inspect");
     for (kind, piece) in [("benign", BENIGN), ("adversarial", adv.as_str())] {
         let item = Item::new(Channel::ToolResult, sized(piece, 1024));
-        group.bench_function(BenchmarkId::new(kind, "1KiB"), |b| {
-            b.iter(|| {
-                black_box(d.inspect(
-                    black_box(&item),
-                    RecordMeta {
-                        id: "b".into(),
-                        position: 0,
-                    },
-                ))
-            })
-        });
+        bench_inspect(&mut group, BenchmarkId::new(kind, "1KiB"), &d, &item);
     }
     group.finish();
 }
@@ -136,7 +111,8 @@ fn bench(c: &mut Criterion) {
 fn bench_64k_result(c: &mut Criterion) {
     let caps = NormalizeConfig::default();
     let rules = RuleSet::embedded().expect("rules");
-    let text = weather_lines(64 * 1024);
+    // The test server's `payload` text, as the gateway benchmark's 64 KiB rows get it.
+    let text = portcullis_testkit::server::deterministic_text(64 * 1024);
     let n = normalize(&text, TextKind::Prose, &caps);
     let mut group = c.benchmark_group("result-64KiB");
     group.sample_size(10);
@@ -156,10 +132,26 @@ fn bench_64k_result(c: &mut Criterion) {
     }
     let d = Detector::with_defaults().expect("detector");
     let item = Item::new(Channel::ToolResult, text.clone());
-    group.bench_function("inspect", |b| {
+    bench_inspect(
+        &mut group,
+        BenchmarkId::from_parameter("inspect"),
+        &d,
+        &item,
+    );
+    group.finish();
+}
+
+/// The whole `inspect` of one item.
+fn bench_inspect(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    id: BenchmarkId,
+    d: &Detector,
+    item: &Item,
+) {
+    group.bench_function(id, |b| {
         b.iter(|| {
             black_box(d.inspect(
-                black_box(&item),
+                black_box(item),
                 RecordMeta {
                     id: "b".into(),
                     position: 0,
@@ -167,7 +159,6 @@ fn bench_64k_result(c: &mut Criterion) {
             ))
         })
     });
-    group.finish();
 }
 
 criterion_group!(benches, bench, bench_64k_result);
