@@ -535,6 +535,12 @@ pub struct TaintConfig {
     /// A value from a result sent back to a non-sink tool of the same server.
     #[serde(default = "default_allow")]
     pub same_server: FlowAction,
+    /// A link or email address from a server's result, passed as a whole
+    /// argument to a sink of that same server (following a search result,
+    /// replying to a sender): it carries nothing the server did not have. Any
+    /// other labelled value in the call is still decided on its own.
+    #[serde(default = "default_allow")]
+    pub same_server_reference: FlowAction,
     /// A sensitive value (configured secret or canary, or a secret/PII the
     /// output guard found in a result) sent anywhere but back to its own server's
     /// non-sink tools.
@@ -558,6 +564,7 @@ impl Default for TaintConfig {
             cross_server: default_block(),
             sink: default_block(),
             same_server: default_allow(),
+            same_server_reference: default_allow(),
             sensitive: default_block(),
             secret_env: Vec::new(),
             classes: BTreeMap::new(),

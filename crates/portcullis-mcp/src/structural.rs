@@ -710,15 +710,7 @@ impl Structural {
             let sink = class == ToolClass::Sink;
             for m in matches {
                 let cross = m.label.server != server;
-                let (rule, a) = if m.label.sensitive && (cross || sink) {
-                    ("taint.sensitive", self.config.taint.sensitive)
-                } else if cross {
-                    ("taint.cross_server", self.config.taint.cross_server)
-                } else if sink {
-                    ("taint.sink", self.config.taint.sink)
-                } else {
-                    ("taint.same_server", self.config.taint.same_server)
-                };
+                let (rule, a) = flow_rule(&self.config.taint, &m, cross, sink);
                 let key = format!("taint:{}/{}", m.label.server, m.label.tool);
                 let a = if a != FlowAction::Allow
                     && self
@@ -1154,6 +1146,27 @@ impl Structural {
 }
 
 /// Labels last seen before this time (Unix seconds) have expired (0: none).
+/// The flow a labelled value in a call's arguments makes, and what the
+/// configuration does with it (docs/structural.md, section 5).
+fn flow_rule(
+    cfg: &crate::config::TaintConfig,
+    m: &crate::taint::Match,
+    cross: bool,
+    sink: bool,
+) -> (&'static str, FlowAction) {
+    if m.label.sensitive && (cross || sink) {
+        ("taint.sensitive", cfg.sensitive)
+    } else if cross {
+        ("taint.cross_server", cfg.cross_server)
+    } else if sink && m.reference && m.how == "exact" {
+        ("taint.same_server_reference", cfg.same_server_reference)
+    } else if sink {
+        ("taint.sink", cfg.sink)
+    } else {
+        ("taint.same_server", cfg.same_server)
+    }
+}
+
 fn taint_cutoff(config: &GatewayConfig) -> u64 {
     match config.taint.ttl_secs {
         0 => 0,
@@ -1179,4 +1192,57 @@ pub fn change_findings(rule: &str, changes: &[pins::Change]) -> Vec<Finding> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::taint::{Label, Match};
+
+    fn m(sensitive: bool, how: &'static str, reference: bool) -> Match {
+        Match {
+            label: Label {
+                server: "alpha".into(),
+                tool: "search".into(),
+                record_id: "r".into(),
+                sensitive,
+                source: "result",
+            },
+            arg_path: "$.url".into(),
+            how,
+            hint: "http… (30 chars)".into(),
+            reference,
+        }
+    }
+
+    #[test]
+    fn a_reference_passed_whole_to_its_own_servers_sink_is_its_own_flow() {
+        let cfg = crate::config::TaintConfig::default();
+        let rule = |m: &Match, cross, sink| flow_rule(&cfg, m, cross, sink);
+        // A link the same server returned, whole, into its sink: allowed by default.
+        assert_eq!(
+            rule(&m(false, "exact", true), false, true),
+            ("taint.same_server_reference", FlowAction::Allow)
+        );
+        // Inside a longer string (a query appended), re-encoded, to another
+        // server, or sensitive: the usual flows.
+        assert_eq!(
+            rule(&m(false, "substring", true), false, true).0,
+            "taint.sink"
+        );
+        assert_eq!(rule(&m(false, "base64", true), false, true).0, "taint.sink");
+        assert_eq!(
+            rule(&m(false, "exact", true), true, true).0,
+            "taint.cross_server"
+        );
+        assert_eq!(
+            rule(&m(true, "exact", true), false, true).0,
+            "taint.sensitive"
+        );
+        // Data (not a reference) into a sink stays a sink flow.
+        assert_eq!(
+            rule(&m(false, "exact", false), false, true),
+            ("taint.sink", FlowAction::Block)
+        );
+    }
 }

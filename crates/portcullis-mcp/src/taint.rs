@@ -47,6 +47,35 @@ pub struct Match {
     pub how: &'static str,
     /// A redacted hint of the value (first 4 characters and the length).
     pub hint: String,
+    /// The labelled value is a reference, not data: an http(s) URL or an email
+    /// address (see [`is_reference`]). Always false for a value known by digest.
+    pub reference: bool,
+}
+
+/// Whether a value is a reference to somewhere rather than data: an `http://` or
+/// `https://` URL, or an email address. Passed whole to its own server's sink
+/// (following a search result, replying to a sender) it carries nothing that
+/// server did not already have.
+pub fn is_reference(v: &str) -> bool {
+    let lower = v.to_ascii_lowercase();
+    if let Some(rest) = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"))
+    {
+        return rest
+            .split(['/', '?', '#'])
+            .next()
+            .is_some_and(|host| host.contains('.') && !host.contains('@'));
+    }
+    match v.split_once('@') {
+        Some((local, domain)) => {
+            !local.is_empty()
+                && !domain.contains('@')
+                && domain.contains('.')
+                && !v.contains(char::is_whitespace)
+        }
+        None => false,
+    }
 }
 
 /// A label and when its value was last seen (Unix seconds).
@@ -431,6 +460,7 @@ impl TaintStore {
                             arg_path: path.clone(),
                             how,
                             hint: hint(value),
+                            reference: is_reference(value),
                         });
                         break;
                     }
@@ -458,6 +488,7 @@ impl TaintStore {
                             arg_path: path.clone(),
                             how,
                             hint: h.clone(),
+                            reference: false,
                         });
                     }
                 }
@@ -652,6 +683,41 @@ mod tests {
         let got = t.label_result(&result, &result, &label("alpha"));
         let values: Vec<&str> = got.iter().map(|(v, _)| v.as_str()).collect();
         assert_eq!(values, ["TRK-33334444"]);
+    }
+
+    #[test]
+    fn links_and_addresses_are_references() {
+        for v in [
+            "https://docs.example.org/setup",
+            "http://a.example",
+            "HTTPS://Help.Example.org/t/1?x=2",
+            "helpdesk@corp.example",
+        ] {
+            assert!(is_reference(v), "{v}");
+        }
+        for v in [
+            "PCX-7Q2M9ZK4T-ORIGIN",
+            "ftp://files.example/x",
+            "https://localhost/x",
+            "https://user@evil.example/",
+            "a@b",
+            "@corp.example",
+            "x y@corp.example",
+            "2026-12-03",
+        ] {
+            assert!(!is_reference(v), "{v}");
+        }
+        let mut t = TaintStore::new(100, 8);
+        t.add_result(
+            &json!("see https://docs.example.org/setup or write to helpdesk@corp.example"),
+            &label("alpha"),
+        );
+        let m = t.matches(&json!({"url": "https://docs.example.org/setup"}));
+        assert_eq!((m.len(), m[0].how, m[0].reference), (1, "exact", true));
+        let m = t.matches(&json!({"to": "helpdesk@corp.example"}));
+        assert_eq!((m[0].how, m[0].reference), ("exact", true));
+        let m = t.matches(&json!({"url": "https://docs.example.org/setup?d=1"}));
+        assert_eq!((m[0].how, m[0].reference), ("substring", true));
     }
 
     #[test]

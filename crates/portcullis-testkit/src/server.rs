@@ -43,7 +43,8 @@ const NOTES: &[(&str, &str)] = &[
     ),
     (
         "ticket",
-        "Support ticket PCX-7Q2M9ZK4T-ORIGIN was opened for the printer on floor 2.",
+        "Support ticket PCX-7Q2M9ZK4T-ORIGIN was opened for the printer on floor 2. \
+         Status: https://help.example.org/t/7Q2M9ZK4T (questions: helpdesk@corp.example).",
     ),
     (
         "groceries",

@@ -590,6 +590,65 @@ async fn a_canary_from_one_server_is_blocked_on_its_way_to_another() {
     }
 }
 
+/// A link or address a server returned, passed whole to that server's sink
+/// (following a result, replying to a sender), is its own flow; the same link
+/// with data appended, or sent to another server, is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_followed_on_its_own_server_is_not_a_leak() {
+    let dir = tempfile::tempdir().unwrap();
+    // `echo` stands in for a sink (fetch, send) of each server.
+    let p = pair(
+        dir.path(),
+        &["--profile", "benign"],
+        &["--profile", "benign"],
+        "[taint.classes]\n\"*/echo\" = \"sink\"",
+    )
+    .await;
+    tools(&p).await;
+    let link = "https://help.example.org/t/7Q2M9ZK4T";
+    let address = "helpdesk@corp.example";
+    let r = call(&p, "alpha__read_note", json!({"name": "ticket"}))
+        .await
+        .unwrap();
+    assert!(text_of(&r).contains(link), "{r}");
+    for whole in [link, address] {
+        let r = call(&p, "alpha__echo", json!({ "text": whole }))
+            .await
+            .unwrap();
+        assert_eq!(text_of(&r), whole, "{r}");
+    }
+    for (tool, text) in [
+        ("alpha__echo", format!("{link}?d=PCX-7Q2M9ZK4T-ORIGIN")),
+        ("alpha__echo", format!("{link}?q=printer")),
+        ("beta__echo", link.to_string()),
+        ("alpha__echo", "PCX-7Q2M9ZK4T-ORIGIN".to_string()),
+    ] {
+        let r = call(&p, tool, json!({ "text": text })).await.unwrap();
+        assert_eq!(r["isError"], true, "{tool} {text}: {r}");
+    }
+    let rules: Vec<String> = structural_records(&p.audit)
+        .iter()
+        .filter(|r| r["channel"] == "tool_arguments")
+        .flat_map(|r| {
+            r["stages"][0]["findings"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|f| f["rule"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        rules
+            .iter()
+            .filter(|r| *r == "taint.same_server_reference")
+            .count(),
+        2,
+        "{rules:?}"
+    );
+    assert!(rules.iter().any(|r| r == "taint.cross_server"), "{rules:?}");
+    assert!(rules.iter().any(|r| r == "taint.sink"), "{rules:?}");
+}
+
 /// The review decisions of a held item, from the audit log.
 fn review_records(log: &Path) -> Vec<Value> {
     records(log)
