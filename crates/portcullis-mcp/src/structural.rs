@@ -1145,7 +1145,6 @@ impl Structural {
     }
 }
 
-/// Labels last seen before this time (Unix seconds) have expired (0: none).
 /// The flow a labelled value in a call's arguments makes, and what the
 /// configuration does with it (docs/structural.md, section 5).
 fn flow_rule(
@@ -1167,6 +1166,7 @@ fn flow_rule(
     }
 }
 
+/// Labels last seen before this time (Unix seconds) have expired (0: none).
 fn taint_cutoff(config: &GatewayConfig) -> u64 {
     match config.taint.ttl_secs {
         0 => 0,
