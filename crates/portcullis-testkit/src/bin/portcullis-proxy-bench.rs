@@ -814,6 +814,14 @@ impl Floor {
     }
 }
 
+/// The async runtime of the benchmark and of its relays.
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
 /// Hidden first arguments: run as a floor of `--floor`.
 const RELAY_STDIO: &str = "__relay-stdio";
 const RELAY_TCP: &str = "__relay-tcp";
@@ -869,10 +877,7 @@ impl rmcp::ServerHandler for Passthrough {
 /// on stdio in front of a stdio child, or on Streamable HTTP (printing
 /// `relay: listening on URL'`) in front of an HTTP server.
 fn relay_rmcp(http: bool, target: &[String]) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let rt = runtime()?;
     rt.block_on(async move {
         if !http {
             let (prog, rest) = target.split_first().ok_or_else(|| anyhow!("no command"))?;
@@ -962,10 +967,7 @@ fn relay_tcp(url: &str) -> Result<()> {
         .ok_or_else(|| anyhow!("not an http:// URL: {url}"))?;
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
     let upstream = authority.to_string();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let rt = runtime()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         eprintln!(
@@ -1005,10 +1007,7 @@ fn main() -> Result<std::process::ExitCode> {
         _ => {}
     }
     let args = Args::parse();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let rt = runtime()?;
     let report = rt.block_on(run(args))?;
     print!("{report}");
     Ok(std::process::ExitCode::SUCCESS)
