@@ -541,6 +541,12 @@ pub struct TaintConfig {
     /// other labelled value in the call is still decided on its own.
     #[serde(default = "default_allow")]
     pub same_server_reference: FlowAction,
+    /// A value written in one tool's definition (a path, key, number, link)
+    /// passed to another tool: the definition steering the model
+    /// ([`crate::operands`]). Held for a human by default: a server may
+    /// legitimately point at one of its own files.
+    #[serde(default = "default_hold")]
+    pub definition: FlowAction,
     /// A sensitive value (configured secret or canary, or a secret/PII the
     /// output guard found in a result) sent anywhere but back to its own server's
     /// non-sink tools.
@@ -565,6 +571,7 @@ impl Default for TaintConfig {
             sink: default_block(),
             same_server: default_allow(),
             same_server_reference: default_allow(),
+            definition: default_hold(),
             sensitive: default_block(),
             secret_env: Vec::new(),
             classes: BTreeMap::new(),
@@ -586,6 +593,9 @@ fn default_block() -> FlowAction {
 }
 fn default_allow() -> FlowAction {
     FlowAction::Allow
+}
+fn default_hold() -> FlowAction {
+    FlowAction::Hold
 }
 
 /// `[redirection]`: PM in metadata and TT in results.

@@ -365,6 +365,8 @@ impl Gateway {
             ListKind::Resources => Channel::Resource,
         };
         let mut visible = Vec::new();
+        // The tool definitions forwarded, as shown, by upstream name.
+        let mut shown_tools = Vec::new();
         let _one_at_a_time = self.deciding.lock().await;
         let listed: Vec<String> = entries
             .iter()
@@ -486,6 +488,9 @@ impl Gateway {
                     } else if decided.forward {
                         t.withheld.remove(&(channel, exposed.clone()));
                         t.held.remove(&(channel, exposed.clone()));
+                        if kind == ListKind::Tools {
+                            shown_tools.push((ident.clone(), shown.clone()));
+                        }
                         let mut v = shown;
                         if let Some(o) = v.as_object_mut() {
                             o.insert("name".into(), Value::String(exposed));
@@ -516,6 +521,9 @@ impl Gateway {
                     }
                 }
             }
+        }
+        if kind == ListKind::Tools {
+            self.structural.listed_definitions(&server, &shown_tools);
         }
         Ok(visible)
     }

@@ -11,7 +11,8 @@
 //! - [`serve`] — the stdio and Streamable HTTP listeners.
 //! - [`structural`] — the structural controls (issue 7): [`pins`] (trust on first
 //!   use, rug-pull detection), [`names`] (names across servers), [`params`]
-//!   (over-privileged parameters), [`taint`] (taint and egress), [`redirect`]
+//!   (over-privileged parameters), [`taint`] (taint and egress), [`operands`]
+//!   (values of one tool's definition passed to another tool), [`redirect`]
 //!   (preference manipulation, tool transfer), [`store`] (pins, review queue,
 //!   allowlist in SQLite).
 //! - [`analyze`] — every analyzer over a snapshot of listings, offline (`audit`,
@@ -23,6 +24,7 @@ pub mod config;
 pub mod gateway;
 pub mod inspect;
 pub mod names;
+pub mod operands;
 pub mod params;
 pub mod pins;
 pub mod probe;

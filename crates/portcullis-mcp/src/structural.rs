@@ -5,6 +5,7 @@
 
 use crate::config::{FirstSight, FlowAction, GatewayConfig, NameAction, ParamAction, ToolClass};
 use crate::inspect::{gateway_record, InputDigest, InspectError, Inspector, RecordHeader};
+use crate::operands::DefinitionValues;
 use crate::pins;
 use crate::store::{self, NewItem, QueueItem, Store, StoreError};
 use crate::taint::{Label, TaintStore};
@@ -212,6 +213,7 @@ pub struct Structural {
     pub config: GatewayConfig,
     taint: Mutex<TaintStore>,
     taint_writer: TaintWriter,
+    definitions: Mutex<DefinitionValues>,
 }
 
 /// Persists taint labels on its own thread and connection, a group per
@@ -400,7 +402,19 @@ impl Structural {
             config: config.clone(),
             taint: Mutex::new(taint),
             taint_writer: TaintWriter::start(config)?,
+            definitions: Mutex::new(DefinitionValues::new(config.taint.min_len)),
         })
+    }
+
+    /// The definitions `server` just listed that the client was shown, `(tool,
+    /// definition)`: their values are what [`crate::operands`] matches calls against.
+    pub fn listed_definitions(&self, server: &str, tools: &[(String, Value)]) {
+        if self.config.taint.enabled {
+            self.definitions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .listed(server, tools);
+        }
     }
 
     /// Write the taint labels still queued to the state store (at shutdown).
@@ -752,6 +766,49 @@ impl Structural {
                     "origin_record": m.label.record_id, "sensitive": m.label.sensitive,
                     "source": m.label.source, "target_server": server, "target_tool": tool,
                     "target_class": if sink { "sink" } else { "normal" }, "rule": rule,
+                }));
+                allow_keys.push(key);
+                action = stronger(action, a);
+            }
+            let from_definitions = self
+                .definitions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .matches(server, tool, args);
+            for m in from_definitions {
+                let key = format!("definition:{}/{}", m.origin_server, m.origin_tool);
+                let a = if self.config.taint.definition != FlowAction::Allow
+                    && self
+                        .store
+                        .remembered("allow", store::kind::CALL, server, tool, &key)?
+                {
+                    FlowAction::Allow
+                } else {
+                    self.config.taint.definition
+                };
+                let source = format!("the definition of {}/{}", m.origin_server, m.origin_tool);
+                findings.push(finding(
+                    "taint.definition",
+                    "taint",
+                    if a == FlowAction::Allow {
+                        Severity::Low
+                    } else {
+                        Severity::High
+                    },
+                    &m.arg_path,
+                    format!("value {} written in {source}", m.hint),
+                ));
+                reasons.push(format!(
+                    "taint: {} carries a value written in {source} into {server}/{tool}; {:?}",
+                    m.arg_path, a
+                ));
+                taint_path.push(json!({
+                    "argument": m.arg_path, "encoding": "exact", "value": m.hint,
+                    "origin_server": m.origin_server, "origin_tool": m.origin_tool,
+                    "origin_record": null, "sensitive": false, "source": "definition",
+                    "target_server": server, "target_tool": tool,
+                    "target_class": if sink { "sink" } else { "normal" },
+                    "rule": "taint.definition",
                 }));
                 allow_keys.push(key);
                 action = stronger(action, a);

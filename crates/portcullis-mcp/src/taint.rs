@@ -151,7 +151,7 @@ pub fn hint(v: &str) -> String {
 
 /// Whether a result token looks like a value worth tracking (ids, tokens, keys,
 /// numbers with letters) rather than a word of prose.
-fn value_like(t: &str, min_len: usize) -> bool {
+pub(crate) fn value_like(t: &str, min_len: usize) -> bool {
     let n = t.chars().count();
     let digits = t.chars().any(|c| c.is_ascii_digit());
     let marks = t.chars().any(|c| "-_/=+.@:".contains(c))
@@ -161,7 +161,7 @@ fn value_like(t: &str, min_len: usize) -> bool {
 
 /// The tokens of a text as results are cut into values (whitespace and
 /// quoting/bracketing punctuation separate; sentence punctuation is trimmed).
-fn split_tokens(s: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn split_tokens(s: &str) -> impl Iterator<Item = &str> {
     s.split(|c: char| c.is_whitespace() || "\"'`,;()[]{}<>|".contains(c))
         .map(|t| t.trim_matches(|c: char| ".:!?".contains(c)))
         .filter(|t| !t.is_empty())
@@ -517,7 +517,7 @@ fn runs(s: &str, f: impl Fn(char) -> bool, min: usize) -> Vec<String> {
 }
 
 /// Every string of a JSON value with its path (keys included as values are not).
-fn collect(v: &Value, path: String, out: &mut Vec<(String, String)>) {
+pub(crate) fn collect(v: &Value, path: String, out: &mut Vec<(String, String)>) {
     match v {
         Value::String(s) => out.push((path, s.clone())),
         Value::Array(a) => {

@@ -176,6 +176,9 @@ pub struct Extras {
     pub overpriv: bool,
     /// Tools listed under another name (`OLD=NEW`), for name-collision tests.
     pub renames: Vec<(String, String)>,
+    /// Text appended to a tool's description (`TOOL=TEXT`), for tests of what a
+    /// definition says.
+    pub describe: Vec<(String, String)>,
     /// Tools listed a second time under another name (`OLD=NEW`; a call to NEW
     /// acts like OLD), for same-server copies.
     pub copies: Vec<(String, String)>,

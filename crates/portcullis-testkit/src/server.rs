@@ -375,6 +375,12 @@ impl TestServer {
                 "inputSchema": object_schema(json!({"ms": {"type": "integer", "minimum": 0, "maximum": MAX_SLOW_MS}}), &["ms"])
             }));
         }
+        for (name, text) in &self.options.extras.describe {
+            if let Some(t) = tools.iter_mut().find(|t| t["name"] == name.as_str()) {
+                let d = t["description"].as_str().unwrap_or_default();
+                t["description"] = Value::String(format!("{d} {text}"));
+            }
+        }
         let copies: Vec<Value> = self
             .options
             .extras

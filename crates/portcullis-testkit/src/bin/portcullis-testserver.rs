@@ -46,6 +46,9 @@ struct Args {
     /// List a tool a second time under another name: OLD=NEW (repeatable).
     #[arg(long = "copy", value_name = "OLD=NEW")]
     copies: Vec<String>,
+    /// Append text to a tool's description: TOOL=TEXT (repeatable).
+    #[arg(long = "describe", value_name = "TOOL=TEXT")]
+    describe: Vec<String>,
 }
 
 fn pairs(flag: &str, values: &[String]) -> anyhow::Result<Vec<(String, String)>> {
@@ -85,6 +88,7 @@ fn main() -> anyhow::Result<()> {
             overpriv: args.overpriv,
             renames: pairs("--rename", &args.renames)?,
             copies: pairs("--copy", &args.copies)?,
+            describe: pairs("--describe", &args.describe)?,
         },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
