@@ -345,6 +345,20 @@ pub enum FirstSight {
     Hold,
 }
 
+/// What the client sees of a pinned definition that changed (a rug pull) or
+/// whose new version the detector withheld, until the new version is approved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnChange {
+    /// The pinned (approved) version: the new text never reaches the model and
+    /// the tool stays usable. A change to `annotations` is withheld instead (a
+    /// client may trust the old hints, `readOnlyHint`, to skip its own
+    /// confirmation). The default.
+    KeepPinned,
+    /// Nothing: the tool is withheld until the new version is approved.
+    Withhold,
+}
+
 /// `[pins]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -358,6 +372,8 @@ pub struct PinsConfig {
     /// pinned definition that is no longer listed is a rename, held for review.
     #[serde(default = "default_rename_similarity")]
     pub rename_similarity: f64,
+    #[serde(default = "default_on_change")]
+    pub on_change: OnChange,
 }
 
 impl Default for PinsConfig {
@@ -366,6 +382,7 @@ impl Default for PinsConfig {
             enabled: true,
             first_sight: default_first_sight(),
             rename_similarity: default_rename_similarity(),
+            on_change: default_on_change(),
         }
     }
 }
@@ -375,6 +392,9 @@ fn yes() -> bool {
 }
 fn default_first_sight() -> FirstSight {
     FirstSight::Pin
+}
+fn default_on_change() -> OnChange {
+    OnChange::KeepPinned
 }
 fn default_rename_similarity() -> f64 {
     0.8

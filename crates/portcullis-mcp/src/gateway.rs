@@ -64,6 +64,16 @@ struct Decided {
     record_id: String,
 }
 
+/// A listed entry as judged: as the server sent it, its decision-cache key, the
+/// detector's decision, its name, the pin check's verdict.
+struct Judged {
+    raw: Value,
+    key: String,
+    decided: Decided,
+    ident: String,
+    verdict: Verdict,
+}
+
 #[derive(Default)]
 struct Tables {
     tools: HashMap<String, Route>,
@@ -359,11 +369,7 @@ impl Gateway {
         entries: Vec<Value>,
     ) -> Result<Vec<Value>, McpError> {
         let server = self.upstreams[upstream].name().to_string();
-        let channel = match kind {
-            ListKind::Tools => Channel::ToolDefinition,
-            ListKind::Prompts => Channel::Prompt,
-            ListKind::Resources => Channel::Resource,
-        };
+        let channel = list_channel(kind);
         let mut visible = Vec::new();
         // The tool definitions forwarded, as shown, by upstream name.
         let mut shown_tools = Vec::new();
@@ -378,64 +384,42 @@ impl Gateway {
             (ListKind::Resources, true) => Some(pin_kind::RESOURCE_TEMPLATE),
             (ListKind::Resources, false) => None,
         };
-        for mut entry in entries {
-            // The definition as the server sent it: what is pinned and compared.
-            let raw = entry.clone();
-            let key = sha256_hex(format!("{server}\n{channel:?}\n{entry}").as_bytes());
-            let cached = self.tables().decided.get(&key).cloned();
-            let (decided, detector_record) = match cached {
-                Some(d) => (d, None),
-                None => {
-                    // Over-privileged parameters are stripped before inspection
-                    // (policy `strip`): the detector judges what the model is shown.
-                    if kind == ListKind::Tools
-                        && self.config.params.enabled
-                        && self.config.params.action == crate::config::ParamAction::Strip
-                    {
-                        let ops = crate::params::find(&entry);
-                        crate::params::strip(&mut entry, &ops);
-                    }
-                    let out: Outcome = match kind {
-                        ListKind::Tools => self.inspector.tool(&server, &mut entry).await,
-                        _ => self.inspector.listing(channel, &server, &mut entry).await,
-                    }
-                    .map_err(internal)?;
-                    let d = Decided {
-                        forward: out.forward,
-                        value: entry,
-                        record_id: out.record.id.clone(),
-                    };
-                    self.tables().decided.insert(key.clone(), d.clone());
-                    (d, Some(out.record))
-                }
-            };
-            let ident = entry_ident(kind, templates, &decided.value);
-            // Pins: only what the detector lets through is pinned or compared
-            // (a withheld definition stays withheld either way).
-            let verdict = match pin {
-                Some(pk) if decided.forward => self
+        for entry in entries {
+            let judged = self
+                .judge(upstream, kind, templates, pin, &listed, entry)
+                .await?;
+            // A withheld version of a pinned definition: under
+            // `pins.on_change = "keep_pinned"` the client keeps the pinned one,
+            // and `raw` is that; `live` stays what the server lists now.
+            let live = judged.raw.clone();
+            let fallback = match pin {
+                Some(pk) if !(judged.verdict.passes() && judged.decided.forward) => self
                     .structural
-                    .check_definition(
-                        &self.inspector,
-                        channel,
-                        &server,
-                        pk,
-                        &ident,
-                        &raw,
-                        &listed,
-                        detector_record.as_ref(),
-                    )
-                    .await
+                    .pinned_fallback(&server, pk, &judged.ident, &live)
                     .map_err(internal)?,
-                _ => Verdict::Pass,
+                _ => None,
+            };
+            let Judged {
+                raw,
+                key,
+                decided,
+                ident,
+                verdict,
+            } = match fallback {
+                Some(pinned) => {
+                    self.judge(upstream, kind, templates, pin, &listed, pinned)
+                        .await?
+                }
+                None => judged,
             };
             let mut shown = decided.value.clone();
             let mut verdict = verdict;
             let mut hidden = false;
             if kind == ListKind::Tools {
+                // Calls are checked against what the server lists now.
                 self.tables()
                     .defs
-                    .insert((upstream, ident.clone()), raw.clone());
+                    .insert((upstream, ident.clone()), live.clone());
                 if verdict.passes() && decided.forward {
                     let others = self.other_tools(upstream, &ident, &listed);
                     let context = sha256_hex(
@@ -526,6 +510,78 @@ impl Gateway {
             self.structural.listed_definitions(&server, &shown_tools);
         }
         Ok(visible)
+    }
+
+    /// One listed entry through the detector (or its cached decision) and, if
+    /// the detector lets it through, the pin check.
+    async fn judge(
+        &self,
+        upstream: usize,
+        kind: ListKind,
+        templates: bool,
+        pin: Option<&'static str>,
+        listed: &[String],
+        mut entry: Value,
+    ) -> Result<Judged, McpError> {
+        let server = self.upstreams[upstream].name().to_string();
+        let channel = list_channel(kind);
+        // The definition as the server sent it: what is pinned and compared.
+        let raw = entry.clone();
+        let key = sha256_hex(format!("{server}\n{channel:?}\n{entry}").as_bytes());
+        let cached = self.tables().decided.get(&key).cloned();
+        let (decided, detector_record) = match cached {
+            Some(d) => (d, None),
+            None => {
+                // Over-privileged parameters are stripped before inspection
+                // (policy `strip`): the detector judges what the model is shown.
+                if kind == ListKind::Tools
+                    && self.config.params.enabled
+                    && self.config.params.action == crate::config::ParamAction::Strip
+                {
+                    let ops = crate::params::find(&entry);
+                    crate::params::strip(&mut entry, &ops);
+                }
+                let out: Outcome = match kind {
+                    ListKind::Tools => self.inspector.tool(&server, &mut entry).await,
+                    _ => self.inspector.listing(channel, &server, &mut entry).await,
+                }
+                .map_err(internal)?;
+                let d = Decided {
+                    forward: out.forward,
+                    value: entry,
+                    record_id: out.record.id.clone(),
+                };
+                self.tables().decided.insert(key.clone(), d.clone());
+                (d, Some(out.record))
+            }
+        };
+        let ident = entry_ident(kind, templates, &decided.value);
+        // Pins: only what the detector lets through is pinned or compared
+        // (a withheld definition stays withheld either way).
+        let verdict = match pin {
+            Some(pk) if decided.forward => self
+                .structural
+                .check_definition(
+                    &self.inspector,
+                    channel,
+                    &server,
+                    pk,
+                    &ident,
+                    &raw,
+                    listed,
+                    detector_record.as_ref(),
+                )
+                .await
+                .map_err(internal)?,
+            _ => Verdict::Pass,
+        };
+        Ok(Judged {
+            raw,
+            key,
+            decided,
+            ident,
+            verdict,
+        })
     }
 
     /// The tools to compare `name` of `upstream` with: other upstreams' (as last
@@ -1235,6 +1291,15 @@ async fn merged_info(
     };
     info.instructions = (!parts.is_empty()).then(|| parts.join("\n\n"));
     Ok(info)
+}
+
+/// The channel a list method's entries are inspected on.
+fn list_channel(kind: ListKind) -> Channel {
+    match kind {
+        ListKind::Tools => Channel::ToolDefinition,
+        ListKind::Prompts => Channel::Prompt,
+        ListKind::Resources => Channel::Resource,
+    }
 }
 
 fn declares(c: &ServerCapabilities, kind: ListKind) -> bool {

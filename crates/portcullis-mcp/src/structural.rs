@@ -3,7 +3,9 @@
 //! themselves are in [`crate::pins`], [`crate::names`], [`crate::params`],
 //! [`crate::taint`] and [`crate::redirect`]; the state is in [`crate::store`].
 
-use crate::config::{FirstSight, FlowAction, GatewayConfig, NameAction, ParamAction, ToolClass};
+use crate::config::{
+    FirstSight, FlowAction, GatewayConfig, NameAction, OnChange, ParamAction, ToolClass,
+};
 use crate::inspect::{gateway_record, InputDigest, InspectError, Inspector, RecordHeader};
 use crate::operands::DefinitionValues;
 use crate::pins;
@@ -1116,8 +1118,13 @@ impl Structural {
                 "pin.changed",
                 format!(
                     "the {kind} definition of {name:?} changed since it was pinned ({} field(s)); \
-                     the new version is withheld until approved (pinned {})",
+                     the new version is held until approved, {} (pinned {})",
                     changes.len(),
+                    if self.keeps_pinned(&changes) {
+                        "the client is shown the pinned version"
+                    } else {
+                        "the tool is withheld"
+                    },
                     p.hash.get(..12).unwrap_or(&p.hash)
                 ),
             ),
@@ -1188,6 +1195,35 @@ impl Structural {
             queue_id: Some(item.id),
             why: summary,
         })
+    }
+
+    /// Whether a change of a pinned definition leaves the pinned version shown
+    /// (`pins.on_change`; never for a change of `annotations`).
+    fn keeps_pinned(&self, changes: &[pins::Change]) -> bool {
+        self.config.pins.on_change == OnChange::KeepPinned
+            && !changes.iter().any(|c| c.path.starts_with("$.annotations"))
+    }
+
+    /// The pinned version to show instead of `live`, a definition that was
+    /// withheld (changed since pinned, or its new version failed the detector),
+    /// under `pins.on_change = "keep_pinned"`. `None`: withhold as usual.
+    pub fn pinned_fallback(
+        &self,
+        server: &str,
+        kind: &str,
+        name: &str,
+        live: &Value,
+    ) -> Result<Option<Value>, StoreError> {
+        if !self.config.pins.enabled {
+            return Ok(None);
+        }
+        let Some(p) = self.store.pin(server, kind, name)? else {
+            return Ok(None);
+        };
+        if p.hash == pins::hash(live) || !self.keeps_pinned(&pins::diff(&p.definition, live)) {
+            return Ok(None);
+        }
+        Ok(Some(p.definition))
     }
 
     /// File an item (or find the pending one) and return the verdict naming it.

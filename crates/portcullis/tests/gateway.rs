@@ -181,6 +181,45 @@ async fn a_rug_pull_after_the_first_call_is_caught_on_re_list() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(changed, "no list_changed relayed");
+    // The new text never reaches the client: it keeps the pinned version
+    // (`pins.on_change = "keep_pinned"`, the default) and the tool stays usable.
+    let after = p.client.peer().list_all_tools().await.unwrap();
+    let quote = after
+        .iter()
+        .find(|t| t.name == "daily_quote")
+        .expect("the pinned version stays listed");
+    assert_eq!(quote.description.as_deref(), Some(inj::RUGPULL_BENIGN));
+    p.call("daily_quote", json!({}))
+        .await
+        .expect("the pinned tool is callable");
+    let raw = std::fs::read_to_string(&p.audit).unwrap();
+    assert!(raw.contains("daily_quote"), "no record of the change");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rug_pull_withholds_the_tool_when_configured_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("gateway.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "stdio = true\n[pins]\non_change = \"withhold\"\n[audit]\nlog = \"audit.jsonl\"\n\
+             [[server]]\nname = \"kit\"\ncommand = {s:?}\nargs = [\"--profile\", \"attack\", \"--poison\", \"rugpull\"]\n",
+            s = testserver(),
+        ),
+    )
+    .unwrap();
+    let p = StdioProxy::start(
+        &["--config".into(), cfg.display().to_string()],
+        &dir.path().join("audit.jsonl"),
+        &dir.path().join("audit.jsonl.state.sqlite"),
+        None,
+    )
+    .await;
+    let before = p.client.peer().list_all_tools().await.unwrap();
+    assert!(before.iter().any(|t| t.name == "daily_quote"));
+    p.call("daily_quote", json!({})).await.unwrap();
+    p.notified("notifications/tools/list_changed", 1).await;
     let after = p.client.peer().list_all_tools().await.unwrap();
     assert!(
         !after.iter().any(|t| t.name == "daily_quote"),

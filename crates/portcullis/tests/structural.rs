@@ -56,6 +56,12 @@ async fn configured(
     .await
 }
 
+/// One test server behind a gateway that withholds a changed definition
+/// (`pins.on_change = "withhold"`) instead of keeping the pinned one.
+async fn withholding(dir: &Path, server_args: &[&str]) -> Proxy {
+    configured(dir, server_args, "[pins]\non_change = \"withhold\"", None).await
+}
+
 fn quoted(a: &[&str]) -> String {
     a.iter()
         .map(|s| format!("{s:?}"))
@@ -165,7 +171,7 @@ const CONVERT: fn() -> Value = || json!({"value": 1, "from": "m", "to": "ft"});
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quiet_rug_pull_is_caught_at_each_step_and_released_by_approval() {
     let dir = tempfile::tempdir().unwrap();
-    let p = single(dir.path(), &["--profile", "benign", "--quietpull"]).await;
+    let p = withholding(dir.path(), &["--profile", "benign", "--quietpull"]).await;
     let v1 = tool(&p, "unit_convert")
         .await
         .expect("pinned on first sight");
@@ -263,19 +269,59 @@ async fn a_quiet_rug_pull_is_caught_at_each_step_and_released_by_approval() {
         .contains(&"$.inputSchema.properties.options.properties.precision.maximum".to_string()));
 }
 
+/// By default a changed definition is held for review while the client keeps
+/// the pinned version: the new text never reaches the model and the tool works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_definition_is_held_while_the_client_keeps_the_pinned_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = single(dir.path(), &["--profile", "benign", "--quietpull"]).await;
+    let v1 = tool(&p, "unit_convert")
+        .await
+        .expect("pinned on first sight");
+    let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
+    assert_eq!(text_of(&r), "1 m = 3.2808 ft");
+    // The description changes: filed for review, the pinned version still shown.
+    list_changed(&p, 1).await;
+    let shown = tool(&p, "unit_convert")
+        .await
+        .expect("the pinned version stays listed");
+    assert_eq!(shown, v1);
+    let items = pending(&p.state);
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0]["kind"], "definition");
+    let id = items[0]["id"].as_i64().unwrap();
+    let item = review_json(&p.state, id);
+    assert_eq!(item["diff"][0]["path"], "$.description", "{item}");
+    assert!(
+        item["summary"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the client is shown the pinned version"),
+        "{item}"
+    );
+    let r = call(&p, "unit_convert", CONVERT())
+        .await
+        .expect("the pinned tool is callable");
+    assert_eq!(text_of(&r), "1 m = 3.2808 ft");
+    // Approved: the new wording is what the client sees from then on.
+    review(&p.state, &["approve", &id.to_string()]);
+    let v2 = tool(&p, "unit_convert").await.expect("listed");
+    assert_ne!(v2["description"], v1["description"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pins_and_the_queue_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     // Run 1: the original definition is pinned.
     {
-        let p = single(dir.path(), &["--profile", "benign", "--quietpull"]).await;
+        let p = withholding(dir.path(), &["--profile", "benign", "--quietpull"]).await;
         assert!(tool(&p, "unit_convert").await.is_some());
         p.client.cancel().await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     // Run 2: the server starts changed: held, filed.
     let held = {
-        let p = single(
+        let p = withholding(
             dir.path(),
             &[
                 "--profile",
@@ -297,7 +343,7 @@ async fn pins_and_the_queue_survive_a_restart() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     // Run 3: still pending after the restart, the same item; approving it from
     // outside releases the tool in the running gateway.
-    let p = single(
+    let p = withholding(
         dir.path(),
         &[
             "--profile",
@@ -732,7 +778,7 @@ fn pending(state: &Path) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approvals_and_denials_are_decision_records_in_the_gateways_audit_log() {
     let dir = tempfile::tempdir().unwrap();
-    let p = single(dir.path(), &["--profile", "benign", "--quietpull"]).await;
+    let p = withholding(dir.path(), &["--profile", "benign", "--quietpull"]).await;
     assert!(tool(&p, "unit_convert").await.is_some());
     call(&p, "unit_convert", CONVERT()).await.unwrap();
     list_changed(&p, 1).await;
