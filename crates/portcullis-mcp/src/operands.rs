@@ -6,9 +6,10 @@
 //! carried out without its operand, and the operand is a value, not a phrase, so
 //! this control does not depend on the detector having a word for the text.
 //!
-//! The gateway notes the value-like tokens (the same cut as taint labels) of
-//! every definition it forwards, per server and tool, replacing a server's set
-//! at each of its listings. A call's arguments are matched token by token,
+//! The gateway notes the operands (value-like tokens, cut as taint labels are,
+//! that have a digit or a `.`, `@`, `:`, `=`, `+`: paths with an extension,
+//! links, addresses, numbers, keys) of every definition it forwards, per server
+//! and tool, replacing a server's set at each of its listings. A call's arguments are matched token by token,
 //! whole tokens only (so `home/docs` in one definition does not match
 //! `home/docs/todo.txt`). A value the called tool's own definition also carries
 //! (its example, an enum it shares with a sibling) is the called tool's and does
@@ -45,7 +46,17 @@ pub struct DefinitionValues {
     by_value: HashMap<String, BTreeSet<(String, String)>>,
 }
 
-/// The value-like tokens of one definition's strings and keys (property names
+/// Whether a token of a definition is an operand: a value-like token (as taint
+/// cuts them) with a digit, a `.`, `@`, `:`, `=` or `+` in it, or 24 characters
+/// long. Letters joined by `-`, `_` or `/` (`line-based`, `file/directory`,
+/// `input_required`) are words and identifiers of the documentation, which a
+/// model may well write in prose of its own.
+fn is_operand(t: &str, min_len: usize) -> bool {
+    value_like(t, min_len)
+        && (t.chars().any(|c| c.is_ascii_digit() || ".@:=+".contains(c)) || t.chars().count() >= 24)
+}
+
+/// The operands of one definition's strings and keys (property names
 /// carry text the model reads too; its own name and schema machinery aside),
 /// each once.
 pub fn definition_tokens(def: &Value, min_len: usize) -> Vec<String> {
@@ -61,7 +72,7 @@ pub fn definition_tokens(def: &Value, min_len: usize) -> Vec<String> {
     strings
         .iter()
         .flat_map(|s| split_tokens(s))
-        .filter(|t| value_like(t, min_len))
+        .filter(|t| is_operand(t, min_len))
         .filter(|t| seen.insert(t.to_string()))
         .map(str::to_string)
         .collect()
@@ -272,6 +283,24 @@ mod tests {
             .len(),
             1
         );
+        // Words and identifiers of the documentation are not operands.
+        let mut d2 = DefinitionValues::new(8);
+        d2.listed(
+            "fs",
+            &[(
+                "edit_file".into(),
+                json!({"name": "edit_file", "description":
+                    "Makes line-based edits; returns a git-style diff of file/directory \
+                     entries (input_required)."}),
+            )],
+        );
+        assert!(d2
+            .matches(
+                "fs",
+                "write_file",
+                &json!({"content": "a line-based, git-style file/directory parser; input_required"})
+            )
+            .is_empty());
         // A listed tool's name, the $schema URL, a required list: not operands.
         assert!(d
             .matches(
