@@ -339,6 +339,15 @@ pub struct OtherTool {
     pub name: String,
 }
 
+/// A taint finding's severity: low when its flow is allowed.
+fn flow_severity(a: FlowAction) -> Severity {
+    if a == FlowAction::Allow {
+        Severity::Low
+    } else {
+        Severity::High
+    }
+}
+
 fn stronger(a: FlowAction, b: FlowAction) -> FlowAction {
     let rank = |x: FlowAction| match x {
         FlowAction::Allow => 0,
@@ -728,15 +737,7 @@ impl Structural {
                 let cross = m.label.server != server;
                 let (rule, a) = flow_rule(&self.config.taint, &m, cross, sink);
                 let key = format!("taint:{}/{}", m.label.server, m.label.tool);
-                let a = if a != FlowAction::Allow
-                    && self
-                        .store
-                        .remembered("allow", store::kind::CALL, server, tool, &key)?
-                {
-                    FlowAction::Allow
-                } else {
-                    a
-                };
+                let a = self.unless_remembered(a, server, tool, &key)?;
                 let source = format!(
                     "{}/{} (record {}{})",
                     m.label.server,
@@ -747,11 +748,7 @@ impl Structural {
                 findings.push(finding(
                     rule,
                     "taint",
-                    if a == FlowAction::Allow {
-                        Severity::Low
-                    } else {
-                        Severity::High
-                    },
+                    flow_severity(a),
                     &m.arg_path,
                     format!("value {} from {source}, {}", m.hint, m.how),
                 ));
@@ -779,24 +776,12 @@ impl Structural {
                 .matches(server, tool, args);
             for m in from_definitions {
                 let key = format!("definition:{}/{}", m.origin_server, m.origin_tool);
-                let a = if self.config.taint.definition != FlowAction::Allow
-                    && self
-                        .store
-                        .remembered("allow", store::kind::CALL, server, tool, &key)?
-                {
-                    FlowAction::Allow
-                } else {
-                    self.config.taint.definition
-                };
+                let a = self.unless_remembered(self.config.taint.definition, server, tool, &key)?;
                 let source = format!("the definition of {}/{}", m.origin_server, m.origin_tool);
                 findings.push(finding(
                     "taint.definition",
                     "taint",
-                    if a == FlowAction::Allow {
-                        Severity::Low
-                    } else {
-                        Severity::High
-                    },
+                    flow_severity(a),
                     &m.arg_path,
                     format!("value {} written in {source}", m.hint),
                 ));
@@ -1195,6 +1180,26 @@ impl Structural {
             queue_id: Some(item.id),
             why: summary,
         })
+    }
+
+    /// `Allow` if a reviewer approved this flow (`key`) into `server`/`tool` with
+    /// `--remember`, else `a`.
+    fn unless_remembered(
+        &self,
+        a: FlowAction,
+        server: &str,
+        tool: &str,
+        key: &str,
+    ) -> Result<FlowAction, StoreError> {
+        if a != FlowAction::Allow
+            && self
+                .store
+                .remembered("allow", store::kind::CALL, server, tool, key)?
+        {
+            Ok(FlowAction::Allow)
+        } else {
+            Ok(a)
+        }
     }
 
     /// Whether a change of a pinned definition leaves the pinned version shown

@@ -168,18 +168,24 @@ fn finding_paths(recs: &[Value], rule_prefix: &str) -> Vec<String> {
 
 const CONVERT: fn() -> Value = || json!({"value": 1, "from": "m", "to": "ft"});
 
+/// `unit_convert` pinned on first sight and called once, which changes its
+/// description (the quiet rug pull's first step); returns the pinned version.
+async fn pulled_once(p: &Proxy) -> Value {
+    let v1 = tool(p, "unit_convert")
+        .await
+        .expect("pinned on first sight");
+    let r = call(p, "unit_convert", CONVERT()).await.unwrap();
+    assert_eq!(text_of(&r), "1 m = 3.2808 ft");
+    list_changed(p, 1).await;
+    v1
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quiet_rug_pull_is_caught_at_each_step_and_released_by_approval() {
     let dir = tempfile::tempdir().unwrap();
     let p = withholding(dir.path(), &["--profile", "benign", "--quietpull"]).await;
-    let v1 = tool(&p, "unit_convert")
-        .await
-        .expect("pinned on first sight");
-    let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
-    assert_eq!(text_of(&r), "1 m = 3.2808 ft");
-
     // Step 1: the description changes (in words no filter flags).
-    list_changed(&p, 1).await;
+    let v1 = pulled_once(&p).await;
     assert!(
         tool(&p, "unit_convert").await.is_none(),
         "changed definition forwarded"
@@ -275,13 +281,8 @@ async fn a_quiet_rug_pull_is_caught_at_each_step_and_released_by_approval() {
 async fn a_changed_definition_is_held_while_the_client_keeps_the_pinned_one() {
     let dir = tempfile::tempdir().unwrap();
     let p = single(dir.path(), &["--profile", "benign", "--quietpull"]).await;
-    let v1 = tool(&p, "unit_convert")
-        .await
-        .expect("pinned on first sight");
-    let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
-    assert_eq!(text_of(&r), "1 m = 3.2808 ft");
     // The description changes: filed for review, the pinned version still shown.
-    list_changed(&p, 1).await;
+    let v1 = pulled_once(&p).await;
     let shown = tool(&p, "unit_convert")
         .await
         .expect("the pinned version stays listed");
