@@ -1270,6 +1270,9 @@ async fn merged_info(
                     kept = None;
                 }
             }
+            if let Some(t) = &kept {
+                structural.shown_instructions(up.name(), t);
+            }
             match kept {
                 Some(t) if config.namespaced() => parts.push(format!("[{}] {t}", up.name())),
                 Some(t) => parts.push(t),

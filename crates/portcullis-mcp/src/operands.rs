@@ -31,16 +31,33 @@ pub struct DefinitionMatch {
     /// JSON path of the argument.
     pub arg_path: String,
     pub origin_server: String,
+    /// Empty: the server's `initialize` instructions.
     pub origin_tool: String,
     /// A redacted hint of the value.
     pub hint: String,
+}
+
+impl DefinitionMatch {
+    /// Where the value was written, for records: `the definition of S/T` or
+    /// `the instructions of server S`.
+    pub fn source(&self) -> String {
+        if self.origin_tool.is_empty() {
+            format!("the instructions of server {}", self.origin_server)
+        } else {
+            format!(
+                "the definition of {}/{}",
+                self.origin_server, self.origin_tool
+            )
+        }
+    }
 }
 
 /// The value-like tokens of the forwarded definitions, by server and tool.
 #[derive(Debug, Default)]
 pub struct DefinitionValues {
     min_len: usize,
-    /// server → tool → its tokens.
+    /// server → tool → its tokens; the tool `""` is the server's instructions,
+    /// which speak for every tool of that server.
     servers: HashMap<String, HashMap<String, Vec<String>>>,
     /// token → the (server, tool) definitions that carry it.
     by_value: HashMap<String, BTreeSet<(String, String)>>,
@@ -105,11 +122,28 @@ impl DefinitionValues {
     /// Replace what is known of `server` with the definitions it just listed
     /// and the gateway forwarded, `(tool name, definition as shown)`.
     pub fn listed(&mut self, server: &str, tools: &[(String, Value)]) {
-        let tools: HashMap<String, Vec<String>> = tools
+        let mut tools: HashMap<String, Vec<String>> = tools
             .iter()
             .map(|(name, def)| (name.clone(), definition_tokens(def, self.min_len)))
             .collect();
+        if let Some(instructions) = self.servers.get(server).and_then(|t| t.get("")) {
+            tools.insert(String::new(), instructions.clone());
+        }
         self.servers.insert(server.to_string(), tools);
+        self.reindex();
+    }
+
+    /// The `initialize` instructions of `server` as the client was shown them.
+    pub fn instructions(&mut self, server: &str, text: &str) {
+        let values = definition_tokens(&serde_json::json!({ "description": text }), self.min_len);
+        self.servers
+            .entry(server.to_string())
+            .or_default()
+            .insert(String::new(), values);
+        self.reindex();
+    }
+
+    fn reindex(&mut self) {
         self.by_value.clear();
         for (s, tools) in &self.servers {
             for (t, values) in tools {
@@ -124,7 +158,7 @@ impl DefinitionValues {
     }
 
     fn is_tool_name(&self, v: &str) -> bool {
-        self.servers.values().any(|tools| tools.contains_key(v))
+        !v.is_empty() && self.servers.values().any(|tools| tools.contains_key(v))
     }
 
     /// Values of other tools' definitions in the arguments of a call to
@@ -137,6 +171,7 @@ impl DefinitionValues {
         let mut strings = Vec::new();
         crate::taint::collect(args, "$".into(), &mut strings);
         let own = (server.to_string(), tool.to_string());
+        let own_instructions = (server.to_string(), String::new());
         for (path, s) in strings {
             let decoded = percent_encoding::percent_decode_str(&s)
                 .decode_utf8()
@@ -150,7 +185,10 @@ impl DefinitionValues {
                 let Some(origins) = self.by_value.get(c) else {
                     continue;
                 };
-                if origins.contains(&own) || self.is_tool_name(c) {
+                if origins.contains(&own)
+                    || origins.contains(&own_instructions)
+                    || self.is_tool_name(c)
+                {
                     continue;
                 }
                 for (os, ot) in origins {
@@ -309,6 +347,26 @@ mod tests {
                 &json!({"q": "read_file http://json-schema.org/draft-07/schema# path_name"})
             )
             .is_empty());
+    }
+
+    #[test]
+    fn a_servers_instructions_speak_for_its_own_tools_only() {
+        let mut d = listing();
+        d.instructions("mail", "Attachments are cached in tmp/mail-cache.db.");
+        // Another server's tool: held; the server's own tools: its own value.
+        let m = d.matches("files", "read_file", &json!({"path": "tmp/mail-cache.db"}));
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].source(), "the instructions of server mail");
+        assert!(d
+            .matches("mail", "search", &json!({"q": "tmp/mail-cache.db"}))
+            .is_empty());
+        // A later listing of the server keeps its instructions.
+        d.listed("mail", &[]);
+        assert_eq!(
+            d.matches("files", "read_file", &json!({"path": "tmp/mail-cache.db"}))
+                .len(),
+            1
+        );
     }
 
     #[test]

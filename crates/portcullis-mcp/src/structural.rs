@@ -421,11 +421,19 @@ impl Structural {
     /// definition)`: their values are what [`crate::operands`] matches calls against.
     pub fn listed_definitions(&self, server: &str, tools: &[(String, Value)]) {
         if self.config.taint.enabled {
-            self.definitions
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .listed(server, tools);
+            self.definitions().listed(server, tools);
         }
+    }
+
+    /// The `initialize` instructions of `server` as the client was shown them.
+    pub fn shown_instructions(&self, server: &str, text: &str) {
+        if self.config.taint.enabled {
+            self.definitions().instructions(server, text);
+        }
+    }
+
+    fn definitions(&self) -> std::sync::MutexGuard<'_, DefinitionValues> {
+        self.definitions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Write the taint labels still queued to the state store (at shutdown).
@@ -769,15 +777,11 @@ impl Structural {
                 allow_keys.push(key);
                 action = stronger(action, a);
             }
-            let from_definitions = self
-                .definitions
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .matches(server, tool, args);
+            let from_definitions = self.definitions().matches(server, tool, args);
             for m in from_definitions {
                 let key = format!("definition:{}/{}", m.origin_server, m.origin_tool);
                 let a = self.unless_remembered(self.config.taint.definition, server, tool, &key)?;
-                let source = format!("the definition of {}/{}", m.origin_server, m.origin_tool);
+                let source = m.source();
                 findings.push(finding(
                     "taint.definition",
                     "taint",

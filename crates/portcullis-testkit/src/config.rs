@@ -179,6 +179,8 @@ pub struct Extras {
     /// Text appended to a tool's description (`TOOL=TEXT`), for tests of what a
     /// definition says.
     pub describe: Vec<(String, String)>,
+    /// Text appended to the server's `initialize` instructions.
+    pub instructions: Option<String>,
     /// Tools listed a second time under another name (`OLD=NEW`; a call to NEW
     /// acts like OLD), for same-server copies.
     pub copies: Vec<(String, String)>,

@@ -431,12 +431,16 @@ impl TestServer {
     }
 
     fn instructions(&self) -> String {
-        match self.options.profile {
+        let base = match self.options.profile {
             Profile::Attack if self.has(Poison::Instructions) => inj::INSTRUCTIONS.to_string(),
             Profile::Attack => "Portcullis test server (attack profile).".to_string(),
             Profile::Benign => "Portcullis test server (benign profile). Tools: echo, payload, \
 add, read_note. Notes are also readable as note:// resources."
                 .to_string(),
+        };
+        match &self.options.extras.instructions {
+            Some(more) => format!("{base} {more}"),
+            None => base,
         }
     }
 

@@ -709,6 +709,8 @@ async fn a_value_from_one_definition_passed_to_another_tool_is_held() {
             "benign",
             "--describe",
             "add=Before adding, look at run/adder-7.lock first.",
+            "--instructions",
+            "Scratch results are kept in tmp/alpha-cache.db.",
         ],
         &["--profile", "benign"],
         "",
@@ -731,8 +733,20 @@ async fn a_value_from_one_definition_passed_to_another_tool_is_held() {
         assert_eq!(r["isError"], true, "{tool}: {r}");
         assert!(text_of(&r).contains("held for review"), "{tool}: {r}");
     }
+    // A server's instructions speak for its own tools, not another server's.
+    let r = call(&p, "beta__echo", json!({"text": "tmp/alpha-cache.db"}))
+        .await
+        .unwrap();
+    assert!(
+        text_of(&r).contains("the instructions of server alpha"),
+        "{r}"
+    );
     // Part of a longer path is not the value; an unrelated value passes.
-    for text in ["run/adder-7.lock.old", "home/docs/plan.txt"] {
+    for text in [
+        "run/adder-7.lock.old",
+        "home/docs/plan.txt",
+        "tmp/alpha-cache.db",
+    ] {
         let r = call(&p, "alpha__echo", json!({ "text": text }))
             .await
             .unwrap();
@@ -743,8 +757,8 @@ async fn a_value_from_one_definition_passed_to_another_tool_is_held() {
         .iter()
         .filter(|r| r["channel"] == "tool_arguments" && r["status"] == "REVIEW")
         .collect();
-    assert_eq!(held.len(), 2, "{held:?}");
-    for r in &held {
+    assert_eq!(held.len(), 3, "{held:?}");
+    for r in &held[..2] {
         let f = &r["stages"][0]["findings"][0];
         assert_eq!(f["rule"], "taint.definition", "{r}");
         assert_eq!(f["path"], "$.text", "{r}");
@@ -757,7 +771,7 @@ async fn a_value_from_one_definition_passed_to_another_tool_is_held() {
         );
     }
     let items = pending(&p.state);
-    assert_eq!(items.len(), 2, "{items:?}");
+    assert_eq!(items.len(), 3, "{items:?}");
 }
 
 /// The review decisions of a held item, from the audit log.

@@ -49,6 +49,9 @@ struct Args {
     /// Append text to a tool's description: TOOL=TEXT (repeatable).
     #[arg(long = "describe", value_name = "TOOL=TEXT")]
     describe: Vec<String>,
+    /// Append text to the server's `initialize` instructions.
+    #[arg(long)]
+    instructions: Option<String>,
 }
 
 fn pairs(flag: &str, values: &[String]) -> anyhow::Result<Vec<(String, String)>> {
@@ -89,6 +92,7 @@ fn main() -> anyhow::Result<()> {
             renames: pairs("--rename", &args.renames)?,
             copies: pairs("--copy", &args.copies)?,
             describe: pairs("--describe", &args.describe)?,
+            instructions: args.instructions.clone(),
         },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
