@@ -391,35 +391,41 @@ impl Gateway {
             // A withheld version of a pinned definition: under
             // `pins.on_change = "keep_pinned"` the client keeps the pinned one,
             // and `raw` is that; `live` stays what the server lists now.
-            let live = judged.raw.clone();
             let fallback = match pin {
                 Some(pk) if !(judged.verdict.passes() && judged.decided.forward) => self
                     .structural
-                    .pinned_fallback(&server, pk, &judged.ident, &live)
+                    .pinned_fallback(&server, pk, &judged.ident, &judged.raw)
                     .map_err(internal)?,
                 _ => None,
             };
-            let Judged {
-                raw,
-                key,
-                decided,
-                ident,
-                verdict,
-            } = match fallback {
+            let (
+                Judged {
+                    raw,
+                    key,
+                    decided,
+                    ident,
+                    verdict,
+                },
+                live,
+            ) = match fallback {
                 Some(pinned) => {
-                    self.judge(upstream, kind, templates, pin, &listed, pinned)
-                        .await?
+                    let live = judged.raw;
+                    let shown = self
+                        .judge(upstream, kind, templates, pin, &listed, pinned)
+                        .await?;
+                    (shown, live)
                 }
-                None => judged,
+                None => {
+                    let live = judged.raw.clone();
+                    (judged, live)
+                }
             };
             let mut shown = decided.value.clone();
             let mut verdict = verdict;
             let mut hidden = false;
             if kind == ListKind::Tools {
                 // Calls are checked against what the server lists now.
-                self.tables()
-                    .defs
-                    .insert((upstream, ident.clone()), live.clone());
+                self.tables().defs.insert((upstream, ident.clone()), live);
                 if verdict.passes() && decided.forward {
                     let others = self.other_tools(upstream, &ident, &listed);
                     let context = sha256_hex(
@@ -556,8 +562,8 @@ impl Gateway {
             }
         };
         let ident = entry_ident(kind, templates, &decided.value);
-        // Pins: only what the detector lets through is pinned or compared
-        // (a withheld definition stays withheld either way).
+        // Pins: only what the detector lets through is pinned or compared (what
+        // it withholds may still fall back to the pinned version: `decide_entries`).
         let verdict = match pin {
             Some(pk) if decided.forward => self
                 .structural

@@ -9,9 +9,10 @@
 //! The gateway notes the operands (value-like tokens, cut as taint labels are,
 //! that have a digit or a `.`, `@`, `:`, `=`, `+`: paths with an extension,
 //! links, addresses, numbers, keys) of every definition it forwards, per server
-//! and tool, replacing a server's set at each of its listings. A call's arguments are matched token by token,
-//! whole tokens only (so `home/docs` in one definition does not match
-//! `home/docs/todo.txt`). A value the called tool's own definition also carries
+//! and tool, replacing a server's set at each of its listings; a server's
+//! `initialize` instructions count for all its tools. A call's arguments are
+//! matched token by token, whole tokens only (so `run/a.pid` in one definition
+//! does not match `run/a.pid.old`). A value the called tool's own definition also carries
 //! (its example, an enum it shares with a sibling) is the called tool's and does
 //! not match; nor does a listed tool's name (names are the names control's).
 
@@ -52,7 +53,7 @@ impl DefinitionMatch {
     }
 }
 
-/// The value-like tokens of the forwarded definitions, by server and tool.
+/// The operands of the forwarded definitions, by server and tool.
 #[derive(Debug, Default)]
 pub struct DefinitionValues {
     min_len: usize,

@@ -794,7 +794,7 @@ impl Structural {
                     m.arg_path, a
                 ));
                 taint_path.push(json!({
-                    "argument": m.arg_path, "encoding": "exact", "value": m.hint,
+                    "argument": m.arg_path, "encoding": "token", "value": m.hint,
                     "origin_server": m.origin_server, "origin_tool": m.origin_tool,
                     "origin_record": null, "sensitive": false, "source": "definition",
                     "target_server": server, "target_tool": tool,
