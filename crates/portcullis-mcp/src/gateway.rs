@@ -371,8 +371,8 @@ impl Gateway {
         let server = self.upstreams[upstream].name().to_string();
         let channel = list_channel(kind);
         let mut visible = Vec::new();
-        // The tool definitions forwarded, as shown, by upstream name.
-        let mut shown_tools = Vec::new();
+        // The upstream names of the entries in `visible`, in the same order.
+        let mut visible_idents = Vec::new();
         let _one_at_a_time = self.deciding.lock().await;
         let listed: Vec<String> = entries
             .iter()
@@ -478,9 +478,7 @@ impl Gateway {
                     } else if decided.forward {
                         t.withheld.remove(&(channel, exposed.clone()));
                         t.held.remove(&(channel, exposed.clone()));
-                        if kind == ListKind::Tools {
-                            shown_tools.push((ident.clone(), shown.clone()));
-                        }
+                        visible_idents.push(ident.clone());
                         let mut v = shown;
                         if let Some(o) = v.as_object_mut() {
                             o.insert("name".into(), Value::String(exposed));
@@ -513,7 +511,9 @@ impl Gateway {
             }
         }
         if kind == ListKind::Tools {
-            self.structural.listed_definitions(&server, &shown_tools);
+            // What the client was shown (its name aside, which operands skip).
+            let shown = visible_idents.iter().map(String::as_str).zip(&visible);
+            self.structural.listed_definitions(&server, shown);
         }
         Ok(visible)
     }

@@ -419,7 +419,11 @@ impl Structural {
 
     /// The definitions `server` just listed that the client was shown, `(tool,
     /// definition)`: their values are what [`crate::operands`] matches calls against.
-    pub fn listed_definitions(&self, server: &str, tools: &[(String, Value)]) {
+    pub fn listed_definitions<'a>(
+        &self,
+        server: &str,
+        tools: impl IntoIterator<Item = (&'a str, &'a Value)>,
+    ) {
         if self.config.taint.enabled {
             self.definitions().listed(server, tools);
         }
