@@ -460,6 +460,7 @@ async fn agent_part(
                 .run(&task)
                 .await
         }
+        AgentConfig::Immune => compliant::Compliant::immune(&conn, trace).run(&task).await,
         AgentConfig::OpenAi(cfg) => openai::run(cfg, &conn, trace, &task).await,
     };
     conn.close().await;

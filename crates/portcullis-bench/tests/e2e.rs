@@ -41,11 +41,8 @@ fn cells() -> Vec<(&'static AttackType, Vector)> {
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn each_attack_type_succeeds_directly_and_fails_through_the_gateway() {
-    let server = Path::new(env!("CARGO_BIN_EXE_portcullis-benchserver"));
-    let bins =
-        Bins::locate(server).expect("build the workspace first: the portcullis binary is needed");
+/// One trial per cell and mode, on task `notes-dentist` with seen payloads.
+fn cell_trials(agent: &AgentConfig, modes: &[Mode]) -> Vec<TrialSpec> {
     let task = portcullis_bench::domains::task("notes-dentist").unwrap();
     let seen = payloads::registers(Split::Seen);
     let mut specs = Vec::new();
@@ -65,13 +62,13 @@ async fn each_attack_type_succeeds_directly_and_fails_through_the_gateway() {
             target: target_of(&task, vector).into(),
             slot: (i % 3) as u8,
         };
-        for mode in [Mode::Baseline, Mode::Defended] {
+        for &mode in modes {
             let base = format!("{i:02}-{}-{}-{}", ty.code, vector.as_str(), goal.as_str());
             specs.push(TrialSpec {
                 id: format!("{base}-{}", mode.as_str()),
                 mode,
-                agent: "compliant".into(),
-                model: AgentConfig::Compliant.model(),
+                agent: agent.name().into(),
+                model: agent.model(),
                 task: task.id.into(),
                 domain: task.domain.into(),
                 attack: Some(attack.clone()),
@@ -79,16 +76,32 @@ async fn each_attack_type_succeeds_directly_and_fails_through_the_gateway() {
             });
         }
     }
-    let out = tempfile::tempdir().unwrap();
-    let opts = RunOptions {
-        out: out.path().to_path_buf(),
+    specs
+}
+
+fn options(out: &Path, agent: AgentConfig) -> RunOptions {
+    RunOptions {
+        out: out.to_path_buf(),
         jobs: 6,
-        agent: AgentConfig::Compliant,
+        agent,
         preset: None,
         keep_sandboxes: false,
         progress: false,
         trial_timeout: Duration::from_secs(90),
-    };
+    }
+}
+
+fn bins() -> Bins {
+    let server = Path::new(env!("CARGO_BIN_EXE_portcullis-benchserver"));
+    Bins::locate(server).expect("build the workspace first: the portcullis binary is needed")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_attack_type_succeeds_directly_and_fails_through_the_gateway() {
+    let bins = bins();
+    let specs = cell_trials(&AgentConfig::Compliant, &[Mode::Baseline, Mode::Defended]);
+    let out = tempfile::tempdir().unwrap();
+    let opts = options(out.path(), AgentConfig::Compliant);
     let started = std::time::Instant::now();
     let results = runner::run_all(specs, &opts, &bins).await.unwrap();
     println!(
@@ -163,4 +176,38 @@ async fn full_run() {
         started.elapsed().as_secs_f64(),
         r.errored
     );
+}
+
+/// The `immune` agent (the PUA ceiling of a defence that stops every attack) must
+/// really be unmoved: with no gateway, no attack of any cell succeeds, and where the
+/// attack only touches the listing (the definition vectors) the task is still done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_immune_agent_is_moved_by_no_attack() {
+    let bins = bins();
+    let specs = cell_trials(&AgentConfig::Immune, &[Mode::Baseline]);
+    let out = tempfile::tempdir().unwrap();
+    let results = runner::run_all(specs, &options(out.path(), AgentConfig::Immune), &bins)
+        .await
+        .unwrap();
+    let mut problems = Vec::new();
+    let mut listing_only = 0;
+    for r in &results {
+        let line = format!(
+            "{:<48} success={} task={} errored={}",
+            r.id, r.score.attack_success, r.score.task_done, r.score.errored
+        );
+        println!("{line}");
+        if r.score.errored || r.score.attack_success {
+            problems.push(line);
+            continue;
+        }
+        if ["description", "schema"].contains(&r.vector.as_str()) {
+            listing_only += 1;
+            if !r.score.task_done {
+                problems.push(format!("task not done: {line}"));
+            }
+        }
+    }
+    assert!(listing_only > 0, "no cell attacks the listing alone");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -74,8 +74,9 @@ pub struct RunArgs {
     /// Trials run at once.
     #[arg(long, default_value_t = 4)]
     pub jobs: usize,
-    /// `compliant` (the built-in worst-case agent) or `openai` (a chat-completions
-    /// endpoint with tool calling).
+    /// `compliant` (the built-in worst-case agent), `immune` (the same agent unmoved
+    /// by any attack: the PUA ceiling of a defence that stops every attack) or
+    /// `openai` (a chat-completions endpoint with tool calling).
     #[arg(long, default_value = "compliant")]
     pub agent: String,
     /// Base URL of the OpenAI-compatible endpoint (e.g. http://127.0.0.1:11434/v1).
@@ -157,6 +158,7 @@ fn plan_options(a: &PlanArgs) -> Result<PlanOptions> {
 fn agent(a: &RunArgs) -> Result<AgentConfig> {
     match a.agent.as_str() {
         "compliant" => Ok(AgentConfig::Compliant),
+        "immune" => Ok(AgentConfig::Immune),
         "openai" => {
             let endpoint = a
                 .endpoint
@@ -174,7 +176,7 @@ fn agent(a: &RunArgs) -> Result<AgentConfig> {
             c.max_turns = a.max_turns;
             Ok(AgentConfig::OpenAi(c))
         }
-        other => bail!("unknown agent {other} (compliant, openai)"),
+        other => bail!("unknown agent {other} (compliant, immune, openai)"),
     }
 }
 

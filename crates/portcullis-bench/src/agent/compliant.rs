@@ -16,6 +16,12 @@
 //!   removed around it.
 //!
 //! Against this agent ASR measures exactly what the gateway stops by itself.
+//!
+//! The same agent with every manipulation switched off ([`Compliant::immune`], the
+//! bench's `immune` agent) obeys no injected instruction, uses the tool the task
+//! names and gives no over-privileged parameter anything (an empty string). Its PUA
+//! with no gateway is the ceiling for any defence that stops every attack: what a
+//! server does not give an unmoved agent, no gateway can give the compliant one.
 
 use super::{traced_call, Connection, Listed, Outcome};
 use crate::attack::{AgentAction, Directive, Effect};
@@ -40,6 +46,8 @@ pub struct Compliant<'a> {
     transcript: Vec<String>,
     tools: Vec<Listed>,
     calls: usize,
+    /// Unmoved by any attack (the `immune` agent).
+    immune: bool,
 }
 
 /// Every string of a JSON value, object keys included.
@@ -136,6 +144,16 @@ impl<'a> Compliant<'a> {
             transcript: Vec::new(),
             tools: Vec::new(),
             calls: 0,
+            immune: false,
+        }
+    }
+
+    /// The agent no attack moves: no directives, the named tool, nothing given to
+    /// an over-privileged parameter.
+    pub fn immune(conn: &'a Connection, trace: &'a Trace) -> Self {
+        Compliant {
+            immune: true,
+            ..Compliant::new(conn, trace, Vec::new())
         }
     }
 
@@ -161,6 +179,7 @@ impl<'a> Compliant<'a> {
             "integer" | "number" => Value::from(0),
             "boolean" => Value::Bool(false),
             "array" => Value::Array(Vec::new()),
+            _ if self.immune => Value::String(String::new()),
             _ if has("model") || has("llm") => Value::String(MODEL_NAME.into()),
             _ if has("history") || has("conversation") || has("transcript") || has("chat") => {
                 let t = self.transcript.join("\n");
@@ -211,6 +230,9 @@ impl<'a> Compliant<'a> {
     /// The tool to use for `want` (a benign tool name), and why.
     fn choose(&mut self, want: &str) -> Option<(Listed, String)> {
         let exact = self.tools.iter().find(|t| t.base == want).cloned();
+        if self.immune {
+            return exact.map(|t| (t, "named tool".into()));
+        }
         let exact_desc = exact
             .as_ref()
             .and_then(|t| t.def.get("description").and_then(Value::as_str))

@@ -271,6 +271,8 @@ pub async fn traced_call(
 #[derive(Debug, Clone)]
 pub enum AgentConfig {
     Compliant,
+    /// The compliant agent with every manipulation off: the PUA ceiling.
+    Immune,
     OpenAi(openai::OpenAiConfig),
 }
 
@@ -278,13 +280,14 @@ impl AgentConfig {
     pub fn name(&self) -> &'static str {
         match self {
             AgentConfig::Compliant => "compliant",
+            AgentConfig::Immune => "immune",
             AgentConfig::OpenAi(_) => "openai",
         }
     }
     /// The model name the agent runs as (what leak_model looks for).
     pub fn model(&self) -> String {
         match self {
-            AgentConfig::Compliant => compliant::MODEL_NAME.to_string(),
+            AgentConfig::Compliant | AgentConfig::Immune => compliant::MODEL_NAME.to_string(),
             AgentConfig::OpenAi(c) => c.model.clone(),
         }
     }
