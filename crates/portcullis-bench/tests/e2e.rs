@@ -6,6 +6,9 @@
 //! [`DEFENDED_GAPS`]: measured gaps of the gateway, documented in docs/bench.md with
 //! their figures, not hidden by special-casing the bench.
 //!
+//! The same cells also run with the `immune` agent and no gateway: it must be moved
+//! by none of them (it is the PUA ceiling of docs/bench.md).
+//!
 //! Needs the `portcullis` binary next to `portcullis-benchserver` (`cargo test
 //! --workspace` builds both).
 
