@@ -59,6 +59,19 @@ impl Channel {
     pub fn is_egress_guarded(self) -> bool {
         matches!(self, Channel::ToolResult | Channel::ToolArguments)
     }
+
+    /// A server's description of itself and its tools, read by the model before
+    /// any call: floored more strictly for some findings (`Floors::metadata`).
+    pub fn is_metadata(self) -> bool {
+        matches!(
+            self,
+            Channel::ServerInstructions
+                | Channel::ToolName
+                | Channel::ToolDescription
+                | Channel::ToolSchema
+                | Channel::ToolDefinition
+        )
+    }
 }
 
 impl fmt::Display for Channel {

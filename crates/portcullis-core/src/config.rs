@@ -1,6 +1,7 @@
-use crate::{CoreError, ReviewConfig, Severity};
+use crate::{Channel, CoreError, Floors, ReviewConfig, Severity};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Decision thresholds on the fused score: `score >= block` => BLOCK,
@@ -215,13 +216,21 @@ impl std::str::FromStr for Preset {
 /// Fusion (documented in docs/policy.md): a stage's score is the noisy-OR of the
 /// severity weights of its distinct counted findings, `1 - prod(1 - w(sev))`; the
 /// fused score is the noisy-OR of the stage scores times their stage weights,
-/// `1 - prod_s(1 - weight_s * score_s)`. The status compares the fused score with
-/// `thresholds`.
+/// `1 - prod_s(1 - weight_s * score_s)`. The status is the higher of the fused
+/// score's comparison with the channel's thresholds (`thresholds_for`) and the floor
+/// the deterministic findings set (`floors`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub preset: Preset,
     pub thresholds: Thresholds,
+    /// Thresholds of one channel, calibrated on that channel's dev records; a
+    /// channel not listed uses `thresholds`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub channel_thresholds: BTreeMap<Channel, Thresholds>,
+    /// What a deterministic finding decides on its own; absent = the balanced table.
+    #[serde(default)]
+    pub floors: Floors,
     pub severity_weights: SeverityWeights,
     pub normalize: NormalizeConfig,
     pub egress: EgressConfig,
@@ -245,6 +254,9 @@ const PRESET_PERMISSIVE: &str = include_str!("../../../presets/permissive.toml")
 struct ConfigFile {
     preset: Option<Preset>,
     thresholds: Option<Thresholds>,
+    channel_thresholds: Option<BTreeMap<Channel, Thresholds>>,
+    /// Merged key by key onto the preset's `[floors]`.
+    floors: Option<toml::Table>,
     severity_weights: Option<SeverityWeights>,
     normalize: Option<NormalizeConfig>,
     egress: Option<EgressFile>,
@@ -284,6 +296,16 @@ fn merge_review(
     file: toml::Table,
     origin: &str,
 ) -> Result<ReviewConfig, CoreError> {
+    merge_table(preset, file, origin, "review")
+}
+
+/// A section of a file merged key by key onto the preset's (nested tables too).
+fn merge_table<T: Serialize + serde::de::DeserializeOwned>(
+    preset: &T,
+    file: toml::Table,
+    origin: &str,
+    section: &str,
+) -> Result<T, CoreError> {
     fn merge(base: &mut toml::Table, over: toml::Table) {
         for (k, v) in over {
             match (base.get_mut(&k), v) {
@@ -296,7 +318,7 @@ fn merge_review(
     }
     let err = |message: String| CoreError::ConfigParse {
         path: origin.to_string(),
-        message: format!("[review]: {message}"),
+        message: format!("[{section}]: {message}"),
     };
     let mut base = toml::Table::try_from(preset).map_err(|e| err(e.to_string()))?;
     merge(&mut base, file);
@@ -336,7 +358,16 @@ impl Config {
         })?;
         let mut cfg = Config::preset(file.preset.unwrap_or(Preset::Balanced));
         if let Some(t) = file.thresholds {
+            // A file's own global thresholds mean every channel: the preset's
+            // per-channel ones go unless the file names its own.
             cfg.thresholds = t;
+            cfg.channel_thresholds.clear();
+        }
+        if let Some(c) = file.channel_thresholds {
+            cfg.channel_thresholds.extend(c);
+        }
+        if let Some(f) = file.floors {
+            cfg.floors = merge_table(&cfg.floors, f, origin, "floors")?;
         }
         if let Some(w) = file.severity_weights {
             cfg.severity_weights = w;
@@ -403,6 +434,18 @@ impl Config {
                 t.review, t.block
             )));
         }
+        for (channel, t) in &self.channel_thresholds {
+            unit(&format!("channel_thresholds.{channel}.review"), t.review)?;
+            unit(&format!("channel_thresholds.{channel}.block"), t.block)?;
+            if t.review <= 0.0 || t.review > t.block {
+                return Err(CoreError::ConfigInvalid(format!(
+                    "channel_thresholds.{channel}: review ({}) must be greater than 0 and \
+                     not exceed block ({})",
+                    t.review, t.block
+                )));
+            }
+        }
+        self.floors.validate()?;
         let w = &self.severity_weights;
         unit("severity_weights.low", w.low)?;
         unit("severity_weights.medium", w.medium)?;
@@ -441,6 +484,14 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The thresholds in force on `channel`.
+    pub fn thresholds_for(&self, channel: Channel) -> Thresholds {
+        self.channel_thresholds
+            .get(&channel)
+            .copied()
+            .unwrap_or(self.thresholds)
     }
 
     /// Canonical JSON: struct fields serialize in declaration order, so equal
@@ -536,6 +587,68 @@ mod tests {
         assert!(e.unwrap_err().to_string().contains("enabeld"));
         let e = Config::from_toml_str("[review]\nband = [0.9, 0.2]\n", "t.toml");
         assert!(e.unwrap_err().to_string().contains("band"));
+    }
+
+    #[test]
+    fn channel_thresholds_apply_to_their_channel_and_a_files_own_thresholds_mean_all() {
+        let cfg = Config::from_toml_str(
+            "[channel_thresholds.tool_result]\nreview = 0.5\nblock = 0.6\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(cfg.thresholds_for(Channel::ToolResult).review, 0.5);
+        assert_eq!(
+            cfg.thresholds_for(Channel::UserPrompt),
+            Config::default().thresholds_for(Channel::UserPrompt)
+        );
+        let cfg =
+            Config::from_toml_str("[thresholds]\nreview = 0.2\nblock = 0.7\n", "t.toml").unwrap();
+        for c in Channel::ALL {
+            assert_eq!(cfg.thresholds_for(c).review, 0.2, "{c}");
+        }
+        let e = Config::from_toml_str(
+            "[channel_thresholds.tool_result]\nreview = 0.9\nblock = 0.6\n",
+            "t.toml",
+        );
+        assert!(e.unwrap_err().to_string().contains("tool_result"));
+        let e = Config::from_toml_str(
+            "[channel_thresholds.tool_reslt]\nreview = 0.5\nblock = 0.6\n",
+            "t.toml",
+        );
+        assert!(e.unwrap_err().to_string().contains("tool_reslt"));
+    }
+
+    #[test]
+    fn a_floors_section_changes_only_the_keys_it_gives_and_cannot_free_a_critical() {
+        let cfg = Config::from_toml_str(
+            "[floors]\nmedium = \"review\"\n[floors.categories]\npii = \"review\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(cfg.floors.medium, crate::Floor::Review);
+        assert_eq!(cfg.floors.critical, crate::Floor::Block);
+        assert_eq!(
+            cfg.floors.categories.get("pii"),
+            Some(&crate::Floor::Review)
+        );
+        assert_eq!(
+            cfg.floors.categories.get("secret"),
+            Some(&crate::Floor::Block),
+            "the preset's categories are kept"
+        );
+        let e = Config::from_toml_str("[floors]\ncritical = \"none\"\n", "t.toml");
+        assert!(e.unwrap_err().to_string().contains("critical"));
+        let e = Config::from_toml_str("[floors]\nhigh = \"maybe\"\n", "t.toml");
+        assert!(e.unwrap_err().to_string().contains("floors"));
+    }
+
+    #[test]
+    fn every_shipped_preset_blocks_critical_and_holds_high_findings() {
+        for p in [Preset::Strict, Preset::Balanced, Preset::Permissive] {
+            let f = Config::preset(p).floors;
+            assert_eq!(f.critical, crate::Floor::Block, "{p:?}");
+            assert!(f.high >= crate::Floor::Review, "{p:?}");
+        }
     }
 
     #[test]

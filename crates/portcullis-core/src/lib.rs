@@ -8,6 +8,7 @@
 mod channel;
 mod config;
 mod error;
+mod floors;
 mod item;
 mod record;
 mod review;
@@ -19,6 +20,7 @@ pub use config::{
     NormalizeConfig, Preset, SeverityWeights, Thresholds,
 };
 pub use error::CoreError;
+pub use floors::{Floor, Floors, HIDDEN_INSTRUCTIONS};
 pub use item::Item;
 pub use record::{
     sha256_hex, Action, ChunkEvidence, DecisionRecord, Evidence, Finding, NeighbourEvidence,

@@ -10,8 +10,8 @@ use crate::rules::{RuleSet, Target};
 use crate::stages::{self, Stage, StageInput};
 use crate::DetectError;
 use portcullis_core::{
-    sha256_hex, Action, Channel, Config, DecisionRecord, Finding, Item, Severity, StageOutput,
-    Status, Thresholds,
+    sha256_hex, Action, Channel, Config, DecisionRecord, Finding, Floor, Item, Severity,
+    StageOutput, Status, Thresholds,
 };
 use serde_json::Value;
 use std::sync::Arc;
@@ -206,6 +206,38 @@ impl Detector {
         )
     }
 
+    /// The highest floor the deterministic findings of a decision's stages set, with
+    /// the stage and finding that set it (docs/policy.md, "Floors").
+    fn floor<'a>(
+        &self,
+        stages: &'a [StageOutput],
+        channel: Channel,
+    ) -> Option<(Floor, &'a str, &'a Finding)> {
+        let mut best: Option<(Floor, &str, &Finding)> = None;
+        for s in stages
+            .iter()
+            .filter(|s| !self.learned(&s.name) && floored(&s.name, channel))
+        {
+            if let Some((fl, f)) = policy::floor(&s.findings, &self.config.floors, channel) {
+                if best.is_none_or(|(b, _, _)| fl > b) {
+                    best = Some((fl, s.name.as_str(), f));
+                }
+            }
+        }
+        best
+    }
+
+    /// The status a record's deterministic findings set on their own, whatever the
+    /// thresholds (what `calibrate` cannot move).
+    pub fn floor_status(&self, record: &DecisionRecord) -> Status {
+        self.floor(&record.stages, record.channel)
+            .map_or(Status::Allow, |(fl, _, _)| fl.status())
+    }
+
+    fn learned(&self, stage: &str) -> bool {
+        self.stages.iter().any(|s| s.name() == stage && s.learned())
+    }
+
     fn allowlisted(&self, h: &Header, rule: &str) -> bool {
         self.config
             .allow
@@ -269,6 +301,7 @@ impl Detector {
             }
         }
 
+        let thresholds = self.config.thresholds_for(h.channel);
         let mut stage_outputs = Vec::new();
         let mut weighted = Vec::new();
         for mut acc in std::iter::once(norm).chain(accs) {
@@ -284,7 +317,7 @@ impl Detector {
             weighted.push((acc.weight, score));
             let flagged = acc.score.map_or_else(
                 || !policy::counted_rules(&acc.findings).is_empty(),
-                |s| s >= self.config.thresholds.review,
+                |s| s >= thresholds.review,
             );
             stage_outputs.push(StageOutput {
                 name: acc.name.into(),
@@ -297,14 +330,31 @@ impl Detector {
         }
         let masked = masks.last().map(|(_, m)| m.clone());
         let score = policy::fuse(weighted);
-        let thresholds = self.config.thresholds;
-        let mut status = policy::decide(score, &thresholds);
+        let by_score = policy::decide(score, &thresholds);
+        let floor = self
+            .floor(&stage_outputs, h.channel)
+            .map(|(fl, stage, f)| FloorReason {
+                status: fl.status(),
+                line: floor_line(stage, f, fl),
+            });
+        let floor_status = floor.as_ref().map_or(Status::Allow, |f| f.status);
+        let mut status = by_score.max(floor_status);
         let reviewed = self
             .review
             .as_ref()
             .map(|r| r.apply(h.channel, score, status, || review_text(items)));
+        let mut refused = None;
         if let Some(r) = &reviewed {
-            status = r.status;
+            // A review moves a decision only above what a deterministic finding set.
+            if r.status < floor_status {
+                refused = Some(format!(
+                    "review: the move to {} is refused: it is below the floor {} set by a \
+                     deterministic finding",
+                    r.status.as_str(),
+                    floor_status.as_str()
+                ));
+            }
+            status = r.status.max(floor_status);
         }
         let action = match status {
             Status::Block => Action::Deny,
@@ -312,10 +362,18 @@ impl Detector {
             Status::Allow if masked.is_some() => Action::Mask,
             Status::Allow => Action::Pass,
         };
-        let before = reviewed.as_ref().map_or(status, |r| r.record.before);
-        let mut reasons = reasons(&stage_outputs, score, before, &thresholds, masked.is_some());
+        let mut reasons = reasons(
+            &stage_outputs,
+            score,
+            by_score,
+            floor.as_ref(),
+            &thresholds,
+            h.channel,
+            masked.is_some(),
+        );
         let review = reviewed.map(|r| {
             reasons.extend(r.reason);
+            reasons.extend(refused);
             r.record
         });
         Inspection {
@@ -383,13 +441,43 @@ fn with_path(mut findings: Vec<Finding>, item: &Item) -> Vec<Finding> {
     findings
 }
 
-/// Human-readable reasons: each counted rule (highest severity first), then the
-/// comparison that decided.
+/// Whether a deterministic stage's findings set floors on this channel: all do,
+/// except the egress guard's on tool results, which are masked instead (a secret
+/// coming back from a tool is the user's own data; docs/policy.md, "Floors").
+fn floored(stage: &str, channel: Channel) -> bool {
+    !(stage == stages::egress::NAME && channel == Channel::ToolResult)
+}
+
+/// The floor a deterministic finding set, for the reasons.
+struct FloorReason {
+    status: Status,
+    line: String,
+}
+
+fn floor_line(stage: &str, f: &Finding, fl: Floor) -> String {
+    let at = f
+        .path
+        .as_deref()
+        .map(|p| format!(" at {p}"))
+        .unwrap_or_default();
+    format!(
+        "floor: {stage}: {} [{}, {}]{at} sets at least {}",
+        f.rule,
+        f.severity.as_str(),
+        f.category,
+        fl.status().as_str()
+    )
+}
+
+/// Human-readable reasons: each counted rule (highest severity first), the floor a
+/// deterministic finding set, then the comparison of the fused score.
 fn reasons(
     stages: &[StageOutput],
     score: f64,
     status: Status,
+    floor: Option<&FloorReason>,
     t: &Thresholds,
+    channel: Channel,
     masked: bool,
 ) -> Vec<String> {
     let mut lines: Vec<(Severity, String)> = Vec::new();
@@ -417,9 +505,18 @@ fn reasons(
         }
         if s.findings.is_empty() && s.score > 0.0 {
             // A learned stage speaks through its probability.
+            let at = s.evidence.as_ref().map_or_else(String::new, |e| {
+                let c = &e.deciding_chunk;
+                let field = e
+                    .path
+                    .as_deref()
+                    .map(|p| format!(" {p}"))
+                    .unwrap_or_default();
+                format!(" (field{field}, bytes {}..{})", c.span.start, c.span.end)
+            });
             lines.push((
                 Severity::Low,
-                format!("{}: probability {:.3}", s.name, s.score),
+                format!("{}: probability {:.3}{at}", s.name, s.score),
             ));
         }
         let suppressed = s.findings.iter().filter(|f| f.allowlisted).count();
@@ -435,13 +532,22 @@ fn reasons(
     }
     lines.sort_by_key(|l| std::cmp::Reverse(l.0));
     let mut out: Vec<String> = lines.into_iter().map(|(_, l)| l).collect();
+    if let Some(f) = floor {
+        out.push(f.line.clone());
+    }
     out.push(match status {
-        Status::Block => format!("fused score {score:.3} >= block threshold {:.3}", t.block),
+        Status::Block => format!(
+            "fused score {score:.3} >= block threshold {:.3} ({channel})",
+            t.block
+        ),
         Status::Review => format!(
-            "fused score {score:.3} >= review threshold {:.3} (< block {:.3})",
+            "fused score {score:.3} >= review threshold {:.3} (< block {:.3}; {channel})",
             t.review, t.block
         ),
-        Status::Allow => format!("fused score {score:.3} < review threshold {:.3}", t.review),
+        Status::Allow => format!(
+            "fused score {score:.3} < review threshold {:.3} ({channel})",
+            t.review
+        ),
     });
     if masked {
         out.push("secrets/PII in the tool result are masked before forwarding".into());

@@ -5,9 +5,14 @@
 //! - stage score = `1 - prod_r (1 - w(severity_r))` over the distinct rule ids `r`
 //!   of the stage's counted (not allowlisted) findings, each at its highest severity;
 //! - fused score = `1 - prod_s (1 - weight_s * score_s)` over the stages;
-//! - status = BLOCK if fused >= block, else REVIEW if fused >= review, else ALLOW.
+//! - status = BLOCK if fused >= block, else REVIEW if fused >= review, else ALLOW,
+//!   with the channel's thresholds;
+//! - final status = the higher of that and the floor of the deterministic findings
+//!   ([`floor`]): learned scores raise a decision, never lower what a rule decided.
 
-use portcullis_core::{Finding, Severity, SeverityWeights, Status, Thresholds};
+use portcullis_core::{
+    Channel, Finding, Floor, Floors, Severity, SeverityWeights, Status, Thresholds,
+};
 use std::collections::BTreeMap;
 
 /// Highest severity per distinct counted rule id, in rule-id order.
@@ -46,6 +51,28 @@ pub fn decide(score: f64, t: &Thresholds) -> Status {
     } else {
         Status::Allow
     }
+}
+
+/// The finding that sets the highest floor among `findings` (counted ones only),
+/// with its floor; `None` when no finding sets one.
+pub fn floor<'a>(
+    findings: impl IntoIterator<Item = &'a Finding>,
+    floors: &Floors,
+    channel: Channel,
+) -> Option<(Floor, &'a Finding)> {
+    findings
+        .into_iter()
+        .filter(|f| !f.allowlisted)
+        .map(|f| (floors.of(&f.rule, &f.category, f.severity, channel), f))
+        .filter(|(fl, _)| *fl > Floor::None)
+        // The first finding among those of the highest floor, for a stable reason.
+        .fold(
+            None,
+            |best: Option<(Floor, &Finding)>, (fl, f)| match best {
+                Some((b, _)) if b >= fl => best,
+                _ => Some((fl, f)),
+            },
+        )
 }
 
 fn clamp01(x: f64) -> f64 {
@@ -115,6 +142,21 @@ mod tests {
             )]);
             assert_eq!(decide(score, &c.thresholds), Status::Block, "{p:?}");
         }
+    }
+
+    #[test]
+    fn a_floor_is_set_by_the_strongest_counted_finding() {
+        let floors = Floors::default();
+        let c = Channel::ToolResult;
+        assert!(floor(&[f("a", Severity::Medium)], &floors, c).is_none());
+        let fs = [f("a", Severity::Medium), f("b", Severity::High)];
+        let (fl, by) = floor(&fs, &floors, c).unwrap();
+        assert_eq!((fl, by.rule.as_str()), (Floor::Review, "b"));
+        let mut crit = f("c", Severity::Critical);
+        let fs = [f("b", Severity::High), crit.clone()];
+        assert_eq!(floor(&fs, &floors, c).unwrap().0, Floor::Block);
+        crit.allowlisted = true;
+        assert!(floor(&[crit], &floors, c).is_none());
     }
 
     #[test]

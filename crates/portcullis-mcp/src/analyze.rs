@@ -652,7 +652,7 @@ fn structural_record(
             evidence: None,
         }],
         score,
-        thresholds: config.thresholds,
+        thresholds: config.thresholds_for(def.kind.channel()),
         status,
         action,
         reasons,

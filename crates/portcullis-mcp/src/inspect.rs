@@ -193,7 +193,7 @@ impl Inspector {
             RecordHeader {
                 meta,
                 config_hash: self.detector.config_hash().to_string(),
-                thresholds: self.detector.config().thresholds,
+                thresholds: self.detector.config().thresholds_for(channel),
             },
             channel,
             Some(server),

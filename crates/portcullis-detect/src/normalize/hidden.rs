@@ -6,6 +6,8 @@ use portcullis_core::{Finding, Severity, Span};
 
 pub const HIDDEN_CATEGORY: &str = "hidden_characters";
 const MAX_FINDINGS_PER_RULE: usize = 16;
+/// Zero-width characters in a row that count as a run (`norm.zero_width_run`).
+pub const ZERO_WIDTH_RUN: usize = 4;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -244,7 +246,15 @@ fn push_finding(
     if counts[slot] > MAX_FINDINGS_PER_RULE {
         return;
     }
-    let (rule, severity) = kind.rule();
+    let (mut rule, mut severity) = kind.rule();
+    // Consecutive zero-width characters can spell bits; a lone one is typography.
+    if kind == Kind::ZeroWidth
+        && text
+            .get(start..end)
+            .is_some_and(|r| r.chars().count() >= ZERO_WIDTH_RUN)
+    {
+        (rule, severity) = ("norm.zero_width_run", Severity::Medium);
+    }
     let visible: String = text
         .get(start..end)
         .unwrap_or("")

@@ -279,3 +279,19 @@ fn byte_cap_holds_and_binary_blobs_are_ignored() {
         "binary data is not text and does not trip the cap"
     );
 }
+
+#[test]
+fn a_run_of_zero_width_characters_is_its_own_finding_a_lone_one_is_not() {
+    // Four zero-width characters in a row can spell bits (space / non-joiner).
+    let run = "Adds two numbers.\u{200B}\u{200C}\u{200B}\u{200C}\u{200C}";
+    let n = prose(run);
+    let f = n
+        .findings
+        .iter()
+        .find(|f| f.rule == "norm.zero_width_run")
+        .expect("a run finding");
+    assert_eq!(&run[f.span.start..f.span.end].chars().count(), &5);
+    let lone = "Adds\u{200B} two num\u{200B}bers.";
+    let rules: Vec<String> = prose(lone).findings.into_iter().map(|f| f.rule).collect();
+    assert_eq!(rules, ["norm.zero_width", "norm.zero_width"]);
+}

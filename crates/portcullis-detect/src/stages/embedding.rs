@@ -56,6 +56,10 @@ impl Stage for EmbeddingStage {
         NAME
     }
 
+    fn learned(&self) -> bool {
+        true
+    }
+
     fn weight(&self, config: &Config, _channel: Channel) -> f64 {
         config.embedding.weight
     }

@@ -4,7 +4,7 @@
 use super::{Stage, StageInput, StageResult};
 use crate::lexical::LexicalModel;
 use crate::DetectError;
-use portcullis_core::{Channel, Config, LexicalConfig};
+use portcullis_core::{Channel, ChunkEvidence, Config, Evidence, LexicalConfig, Span};
 
 pub const NAME: &str = "lexical";
 
@@ -46,6 +46,10 @@ impl Stage for LexicalStage {
         NAME
     }
 
+    fn learned(&self) -> bool {
+        true
+    }
+
     fn weight(&self, config: &Config, _channel: Channel) -> f64 {
         config.lexical.weight
     }
@@ -57,8 +61,27 @@ impl Stage for LexicalStage {
             .iter()
             .map(|v| v.text.as_str())
             .collect();
+        let score = self.model.probability(&views);
+        // Which text decided: the whole item (the pipeline adds a walked field's
+        // path), so a held item names its field even without a rule finding.
+        let text = &input.item.text;
+        let excerpt: String = text.chars().take(120).collect();
         StageResult {
-            score: Some(self.model.probability(&views)),
+            score: Some(score),
+            evidence: Some(Evidence {
+                path: None,
+                chunks: 1,
+                deciding_chunk: ChunkEvidence {
+                    index: 0,
+                    span: Span {
+                        start: 0,
+                        end: text.len(),
+                    },
+                    score,
+                    excerpt,
+                },
+                neighbours: Vec::new(),
+            }),
             ..StageResult::default()
         }
     }

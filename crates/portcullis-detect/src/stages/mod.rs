@@ -68,6 +68,11 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
     fn weight(&self, _config: &Config, _channel: Channel) -> f64 {
         1.0
     }
+    /// Whether the stage's score is a learned probability (its findings, if any,
+    /// set no floor) rather than derived from its deterministic findings.
+    fn learned(&self) -> bool {
+        false
+    }
     fn run(&self, input: &StageInput<'_>) -> StageResult;
 }
 
