@@ -4,7 +4,7 @@
 use crate::DetectorArgs;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use portcullis_core::Config;
+use portcullis_core::{Channel, Config};
 use portcullis_detect::lexical::TrainParams;
 use portcullis_embed::HeadParams;
 use portcullis_eval::corpus::{self, Label, Record, Split};
@@ -234,6 +234,11 @@ pub struct CalibrateArgs {
     /// Highest acceptable share of dev records that end in REVIEW.
     #[arg(long)]
     pub target_referral: f64,
+    /// Highest share of benign dev records that end in REVIEW or BLOCK (on all
+    /// records, and on each channel's own); absent = only the referral target bounds
+    /// the REVIEW threshold.
+    #[arg(long)]
+    pub target_flag_fpr: Option<f64>,
     /// Highest share of dev records in the LLM review stage's band (written as
     /// `review.band`, the least confident REVIEWs; the stage stays off).
     #[arg(long, default_value_t = 0.05)]
@@ -241,6 +246,13 @@ pub struct CalibrateArgs {
     /// Configuration file to write.
     #[arg(long)]
     pub out: PathBuf,
+    /// A channel gets thresholds of its own (`[channel_thresholds]`) when its dev
+    /// split has at least this many benign records; others use the global ones.
+    /// Default: enough that the BLOCK FPR target is three records,
+    /// `ceil(3 / target_fpr)` — fewer cannot resolve the target, and thresholds
+    /// fitted on them follow the dev records, not the channel.
+    #[arg(long)]
+    pub min_channel_benign: Option<usize>,
     #[command(flatten)]
     pub detector: DetectorArgs,
 }
@@ -250,6 +262,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
         ("--target-fpr", args.target_fpr),
         ("--target-referral", args.target_referral),
         ("--review-share", args.review_share),
+        ("--target-flag-fpr", args.target_flag_fpr.unwrap_or(0.0)),
     ] {
         if !(0.0..=1.0).contains(&v) {
             bail!("{name} must be within [0, 1], got {v}");
@@ -265,11 +278,11 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
         bail!("the corpus has no dev records to calibrate on");
     }
     let decisions = run::decide_all(&detector, &dev, |_| {});
-    let mut scored = Vec::new();
+    let mut scored: Vec<(Channel, calibrate::Scored)> = Vec::new();
     let mut errors = 0;
     for (r, d) in dev.iter().zip(&decisions) {
         match d {
-            Ok(d) => scored.push((d.score, r.label)),
+            Ok(d) => scored.push((d.channel, (d.score, detector.floor_status(d), r.label))),
             Err(e) => {
                 eprintln!("error: {}: {e}", r.id);
                 errors += 1;
@@ -279,26 +292,73 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
     if errors > 0 {
         bail!("{errors} dev record(s) could not be scored; not calibrating on a partial set");
     }
-    let c = calibrate::choose(&scored, args.target_fpr, args.target_referral);
-    let (band, band_share) = calibrate::review_band(&scored, c.thresholds, args.review_share);
+    let all: Vec<calibrate::Scored> = scored.iter().map(|s| s.1).collect();
+    let targets = calibrate::Targets {
+        block_fpr: args.target_fpr,
+        referral: args.target_referral,
+        flag_fpr: args.target_flag_fpr,
+    };
+    let c = calibrate::choose(&all, targets);
+    let (band, band_share) = calibrate::review_band(&all, c.thresholds, args.review_share);
     let mut config: Config = detector.config().clone();
     config.thresholds = c.thresholds;
+    config.channel_thresholds.clear();
     config.review.band = Some(band);
+    // Each channel's thresholds on its own dev records, for the same targets.
+    let min_benign = args.min_channel_benign.unwrap_or_else(|| {
+        if args.target_fpr > 0.0 {
+            (3.0 / args.target_fpr).ceil() as usize
+        } else {
+            usize::MAX
+        }
+    });
+    let mut per_channel = Vec::new();
+    for channel in Channel::ALL {
+        let own: Vec<calibrate::Scored> = scored
+            .iter()
+            .filter(|s| s.0 == channel)
+            .map(|s| s.1)
+            .collect();
+        let benign = own.iter().filter(|s| s.2 == Label::Benign).count();
+        if benign < min_benign {
+            per_channel.push(format!(
+                "# {channel}: {benign} benign dev records (< {min_benign}): global thresholds\n"
+            ));
+            continue;
+        }
+        let ch = calibrate::choose(&own, targets);
+        per_channel.push(format!(
+            "# {channel}: {} dev records ({benign} benign): review {:.4}, block {:.4}, \
+             block FPR {:.4}, flag FPR {:.4}, referral {:.4}\n",
+            ch.records,
+            ch.thresholds.review,
+            ch.thresholds.block,
+            ch.block_fpr,
+            ch.flag_fpr,
+            ch.referral_rate
+        ));
+        config.channel_thresholds.insert(channel, ch.thresholds);
+    }
     config.validate()?;
     let body = toml::to_string_pretty(&config).context("serializing configuration")?;
     let header = format!(
         "# Written by `portcullis calibrate` — do not edit the thresholds by hand.\n\
          # corpus_sha256 = {sha}\n# split = dev ({} records)\n\
-         # target_fpr = {}, target_referral = {}\n\
-         # achieved on dev: block FPR = {:.4}, referral rate = {:.4}\n\
-         # review.band: target share {}, achieved on dev {:.4}\n",
+         # target_fpr = {}, target_referral = {}, target_flag_fpr = {}\n\
+         # achieved on dev: block FPR = {:.4}, flag FPR = {:.4}, referral rate = {:.4}\n\
+         # review.band: target share {}, achieved on dev {:.4}\n\
+         # per channel (the same targets on each channel's dev records):\n{}",
         c.records,
         args.target_fpr,
         args.target_referral,
+        args.target_flag_fpr
+            .map_or_else(|| "none".to_string(), |t| t.to_string()),
         c.block_fpr,
+        c.flag_fpr,
         c.referral_rate,
         args.review_share,
-        band_share
+        band_share,
+        per_channel.concat()
     );
     std::fs::write(&args.out, format!("{header}{body}"))
         .with_context(|| format!("writing {}", args.out.display()))?;
