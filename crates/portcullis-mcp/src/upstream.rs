@@ -23,17 +23,26 @@ use tokio::sync::Mutex;
 
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
-    #[error("upstream {server}: cannot start `{command}`: {source}")]
+    #[error(
+        "server {server:?}: cannot start `{command}`: {source} (is the program installed and on \
+         the PATH the client gives its servers? an absolute path avoids the question)"
+    )]
     Spawn {
         server: String,
         command: String,
         source: std::io::Error,
     },
-    #[error("upstream {server}: initialize failed: {message}")]
+    #[error(
+        "server {server:?}: the MCP handshake (initialize) failed: {message} (run the server's \
+         command on its own to see its own error output)"
+    )]
     Initialize { server: String, message: String },
-    #[error("upstream {server}: bad configuration: {message}")]
+    #[error("server {server:?}: bad configuration: {message}")]
     Config { server: String, message: String },
-    #[error("upstream {server} is down ({restarts} restarts used): {message}")]
+    #[error(
+        "server {server:?} is down ({restarts} restarts used): {message}; restart the gateway \
+         (or the client, which restarts its servers) once the server runs again"
+    )]
     Down {
         server: String,
         restarts: u32,
@@ -188,7 +197,7 @@ impl Upstream {
         peer.send_request_with_option(request, options)
             .await
             .map_err(|e| {
-                McpError::internal_error(format!("upstream {}: {e}", self.config.name), None)
+                McpError::internal_error(format!("server {:?}: {e}", self.config.name), None)
             })
     }
 
