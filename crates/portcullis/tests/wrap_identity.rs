@@ -230,7 +230,7 @@ async fn two_wrapped_servers_with_a_same_named_tool_keep_their_pins_apart() {
         "{}",
         h.instructions()
     );
-    let err = w.stop().await + &h.stop().await;
+    let err = w.stop().await + h.stop().await.as_str();
     assert!(
         !err.contains('\u{1b}'),
         "ANSI codes on a piped stderr:\n{err}"
