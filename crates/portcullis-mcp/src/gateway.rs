@@ -520,6 +520,7 @@ impl Gateway {
 
     /// One listed entry through the detector (or its cached decision) and, if
     /// the detector lets it through, the pin check.
+    #[allow(clippy::too_many_arguments)]
     async fn judge(
         &self,
         upstream: usize,

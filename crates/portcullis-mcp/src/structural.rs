@@ -1257,7 +1257,7 @@ impl Structural {
             ),
         };
         let mut findings = change_findings(rule, &changes);
-        if launch_change.is_some() {
+        if what == "launch_changed" {
             // Less suspect than a change on its own; still held.
             for f in &mut findings {
                 f.severity = Severity::Medium;
