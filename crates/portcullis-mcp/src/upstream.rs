@@ -24,13 +24,15 @@ use tokio::sync::Mutex;
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
     #[error(
-        "server {server:?}: cannot start `{command}`: {source} (is the program installed and on \
+        "server {server:?}: cannot start `{command}`: {error} (is the program installed and on \
          the PATH the client gives its servers? an absolute path avoids the question)"
     )]
     Spawn {
         server: String,
         command: String,
-        source: std::io::Error,
+        // Not a `source`: the message says it once, and an error chain printed
+        // with `{:#}` does not repeat it.
+        error: std::io::Error,
     },
     #[error(
         "server {server:?}: the MCP handshake (initialize) failed: {message} (run the server's \
@@ -225,10 +227,10 @@ async fn open(
     match (&config.command, &config.url) {
         (Some(command), None) => {
             let mut cmd = stdio_command(config, command, std::process::Stdio::inherit());
-            let mut child = cmd.spawn().map_err(|source| UpstreamError::Spawn {
+            let mut child = cmd.spawn().map_err(|error| UpstreamError::Spawn {
                 server: config.name.clone(),
                 command: command.clone(),
-                source,
+                error,
             })?;
             let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                 return Err(init(&"child has no stdio pipes"));
