@@ -2,10 +2,15 @@
 //! runs behind `portcullis proxy`, in place, and give the original back exactly.
 //!
 //! - A stdio entry keeps every member but two: `command` becomes the proxy, and
-//!   `args` becomes `["proxy", "--", ORIGINAL COMMAND, ORIGINAL ARGS…]`, each
-//!   argument its own item (never joined into one string). `env`, `cwd` and any
-//!   other field stay as written; the client still applies them to the process
-//!   it starts, and the proxy's child inherits them.
+//!   `args` becomes `["proxy", "--name=NAME", "--launch-env=KEY"…, "--",
+//!   ORIGINAL COMMAND, ORIGINAL ARGS…]`, each argument its own item (never joined
+//!   into one string). `NAME` is the entry's name in the configuration: the
+//!   server's identity in the gateway's state store, so wrapped servers sharing
+//!   one store keep their pins, review items and records apart. Each `KEY` is a
+//!   variable of the entry's `env` (names only): part of the server's launch,
+//!   which the gateway records by name and digest. `env`, `cwd` and any other
+//!   field stay as written; the client still applies them to the process it
+//!   starts, and the proxy's child inherits them.
 //! - A remote entry (`url`/`serverUrl`) becomes a stdio entry running
 //!   `portcullis proxy --config GATEWAY.toml`, where the gateway file (written by
 //!   the caller's hook) names the remote server as its Streamable HTTP upstream.
@@ -150,19 +155,34 @@ fn rel(r: &Range<usize>, base: usize) -> Range<usize> {
     r.start - base..r.end - base
 }
 
+/// The proxy's arguments for a stdio server: `proxy --name=NAME
+/// [--launch-env=KEY…] -- COMMAND ARGS…` (each flag with its value in one item,
+/// so a name that starts with `-` stays a value).
+pub fn proxy_args<'a>(
+    name: &str,
+    env_keys: impl IntoIterator<Item = &'a String>,
+    command: &str,
+    args: &[String],
+) -> Vec<String> {
+    let mut out = vec!["proxy".to_string(), format!("--name={name}")];
+    out.extend(env_keys.into_iter().map(|k| format!("--launch-env={k}")));
+    out.push("--".into());
+    out.push(command.to_string());
+    out.extend(args.iter().cloned());
+    out
+}
+
 /// The wrapped text of a stdio entry.
-fn wrap_stdio(text: &str, node: &Node, proxy: &str, command: &str, args: &[String]) -> String {
+fn wrap_stdio(text: &str, node: &Node, proxy: &str, new_args: &[String]) -> String {
     let base = node.span.start;
     let entry = &text[node.span.clone()];
-    let mut new_args = vec!["proxy".to_string(), "--".to_string(), command.to_string()];
-    new_args.extend(args.iter().cloned());
     let mut edits = Vec::new();
     let Some(cmd) = node.member("command") else {
         return entry.to_string();
     };
     edits.push((rel(&cmd.value.span, base), lit(proxy)));
     match node.member("args") {
-        Some(a) => edits.push((rel(&a.value.span, base), array(&new_args))),
+        Some(a) => edits.push((rel(&a.value.span, base), array(new_args))),
         None => {
             let at = cmd.value.span.end - base;
             let multiline = text[node.span.start..cmd.key_span.start].contains('\n');
@@ -171,7 +191,7 @@ fn wrap_stdio(text: &str, node: &Node, proxy: &str, command: &str, args: &[Strin
             } else {
                 ", ".to_string()
             };
-            edits.push((at..at, format!("{sep}\"args\": {}", array(&new_args))));
+            edits.push((at..at, format!("{sep}\"args\": {}", array(new_args))));
         }
     }
     apply_edits(entry, edits)
@@ -254,8 +274,11 @@ pub fn wrap_text(
         }
         let original = cfg.text[s.span.clone()].to_string();
         let (wrapped, gateway) = match &s.transport {
-            Transport::Stdio { command, args, .. } => {
-                (wrap_stdio(&cfg.text, &s.node, proxy, command, args), None)
+            Transport::Stdio {
+                command, args, env, ..
+            } => {
+                let new_args = proxy_args(&s.name, env.keys(), command, args);
+                (wrap_stdio(&cfg.text, &s.node, proxy, &new_args), None)
             }
             Transport::Remote { .. } => match remote(s) {
                 Ok((args, file)) => (wrap_remote(&cfg.text, &s.node, proxy, &args), Some(file)),
@@ -535,7 +558,7 @@ mod tests {
         assert_eq!(changes, vec![Change::Wrapped { name: "fs".into() }]);
         assert_eq!(
             out,
-            "{\n  \"mcpServers\": {\n    \"fs\": {\n      \"command\": \"/bin/portcullis\",\n      \"args\": [\"proxy\", \"--\", \"npx\"],\n      \"env\": {\"A\": \"1\"}, \"x-extra\": [1]\n    }\n  }\n}\n"
+            "{\n  \"mcpServers\": {\n    \"fs\": {\n      \"command\": \"/bin/portcullis\",\n      \"args\": [\"proxy\", \"--name=fs\", \"--launch-env=A\", \"--\", \"npx\"],\n      \"env\": {\"A\": \"1\"}, \"x-extra\": [1]\n    }\n  }\n}\n"
         );
         // Wrapping again changes nothing.
         let (again, changes, _) = wrap_text(&cfg(&out), "/bin/portcullis", &mut no_remote());

@@ -242,11 +242,28 @@ fn wrap_then_unwrap_gives_back_the_byte_identical_original_for_every_format() {
                 Transport::Stdio {
                     command,
                     args: orig,
+                    env,
                     ..
                 } => {
-                    let mut want = vec!["proxy", "--", command.as_str()];
+                    // The entry's name is the server's name; its env's names
+                    // are part of its launch; then the original, item by item.
+                    let name = format!("--name={}", b.name);
+                    let keys: Vec<String> =
+                        env.keys().map(|k| format!("--launch-env={k}")).collect();
+                    let mut want = vec!["proxy", name.as_str()];
+                    want.extend(keys.iter().map(String::as_str));
+                    want.extend(["--", command.as_str()]);
                     want.extend(orig.iter().map(String::as_str));
                     assert_eq!(args, want, "{rel}/{}", a.name);
+                    assert_eq!(
+                        a.wrapped(),
+                        Some(portcullis_clientconfig::Wrapped::Stdio {
+                            command: command.clone(),
+                            args: orig.clone(),
+                        }),
+                        "{rel}/{}: the wrapper gives the original back",
+                        a.name
+                    );
                     // Other members are untouched.
                     for (k, v) in b.raw.as_object().unwrap() {
                         if k != "command" && k != "args" {
@@ -344,7 +361,10 @@ fn an_edit_after_wrap_survives_unwrap_and_a_new_server_is_wrapped_too() {
     );
     wrap::apply(&plan).unwrap();
     let c = ClientConfig::load(&path).unwrap();
-    assert_eq!(stdio(&c.servers[0]).1, vec!["proxy", "--", "uvx", "x y"]);
+    assert_eq!(
+        stdio(&c.servers[0]).1,
+        vec!["proxy", "--name=new one", "--", "uvx", "x y"]
+    );
     // Unwrap restores what the user had with the wrappers taken off: their edits
     // kept, every entry as it was (the comments inside the file too).
     wrap::apply(&wrap::plan_unwrap(&path).unwrap()).unwrap();

@@ -714,7 +714,7 @@ fn check_pin(
             }
         }
     };
-    store.set_pin(server, kind, name, &hash, def)?;
+    store.set_pin(server, kind, name, &hash, def, None)?;
     Ok(result)
 }
 

@@ -26,12 +26,14 @@ use std::thread::JoinHandle;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
-    #[error("audit log {path}: {source}")]
+    #[error("audit log {path}: {source} (check the directory exists and is writable, or give --audit-log FILE)")]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("audit index {path}: {source}")]
+    #[error(
+        "audit index {path}: {source} (the SQLite index beside the log: check it is writable)"
+    )]
     Sqlite {
         path: PathBuf,
         source: rusqlite::Error,

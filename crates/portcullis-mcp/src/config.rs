@@ -33,6 +33,11 @@ pub struct ServerConfig {
     pub args: Vec<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Names of variables of the gateway's own environment that the server
+    /// inherits as part of its launch (what a client sets for a wrapped entry):
+    /// recorded by name and digest with the launch, never by value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub launch_env: Vec<String>,
     #[serde(default)]
     pub cwd: Option<PathBuf>,
     /// Streamable HTTP: the endpoint URL.
@@ -63,6 +68,7 @@ impl ServerConfig {
             command: Some(command.into()),
             args: args.to_vec(),
             env: BTreeMap::new(),
+            launch_env: Vec::new(),
             cwd: None,
             url: None,
             headers: BTreeMap::new(),
@@ -181,9 +187,20 @@ fn default_separator() -> String {
 }
 
 impl GatewayConfig {
-    /// The configuration of `portcullis proxy -- CMD ARGS…`: one stdio server,
-    /// served over stdio, not namespaced.
-    pub fn single_stdio(command: &str, args: &[String], audit: AuditConfig) -> GatewayConfig {
+    /// The configuration of `portcullis proxy [--name NAME] -- CMD ARGS…`: one
+    /// stdio server, served over stdio, not namespaced. `name` is the server's
+    /// identity (pins, review items, taint labels and records are keyed by it);
+    /// without one it is [`derived_name`] of the command.
+    pub fn single_stdio(
+        name: Option<&str>,
+        command: &str,
+        args: &[String],
+        audit: AuditConfig,
+    ) -> GatewayConfig {
+        let name = match name {
+            Some(n) => n.to_string(),
+            None => derived_name(command, args),
+        };
         GatewayConfig {
             listen: None,
             http_path: default_path(),
@@ -205,7 +222,7 @@ impl GatewayConfig {
             params: ParamsConfig::default(),
             taint: TaintConfig::default(),
             redirection: RedirectionConfig::default(),
-            servers: vec![ServerConfig::stdio("upstream", command, args)],
+            servers: vec![ServerConfig::stdio(&name, command, args)],
         }
     }
 
@@ -262,27 +279,46 @@ impl GatewayConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Invalid(m));
         if self.servers.is_empty() {
-            return bad("no [[server]] configured".into());
+            return bad(
+                "no [[server]] configured; add one (docs/gateway.md) or run \
+                 `portcullis proxy -- COMMAND ARGS…`"
+                    .into(),
+            );
         }
         if !self.stdio && self.listen.is_none() {
-            return bad("neither `listen` (HTTP) nor `stdio = true` is set".into());
+            return bad(
+                "neither `listen` (HTTP) nor `stdio = true` is set; set one (or pass \
+                 --listen ADDR)"
+                    .into(),
+            );
         }
         let mut seen = std::collections::BTreeSet::new();
         for s in &self.servers {
-            if s.name.is_empty() || s.name.contains(&self.namespace_separator) {
+            if s.name.is_empty() {
+                return bad("a server name is empty; give every [[server]] a `name`".into());
+            }
+            // The separator matters only where names are namespaced: a single
+            // server (`proxy --name "a__b" -- …`) may be called anything.
+            if self.namespaced() && s.name.contains(&self.namespace_separator) {
                 return bad(format!(
-                    "server name {:?} is empty or contains the separator {:?}",
+                    "server name {:?} contains the namespace separator {:?}; rename the \
+                     server or set `namespace_separator`",
                     s.name, self.namespace_separator
                 ));
             }
             if !seen.insert(s.name.as_str()) {
-                return bad(format!("server name {:?} is used twice", s.name));
+                return bad(format!(
+                    "server name {:?} is used twice; server names must be unique (they key \
+                     pins and review items)",
+                    s.name
+                ));
             }
             match (&s.command, &s.url) {
                 (Some(_), None) | (None, Some(_)) => {}
                 _ => {
                     return bad(format!(
-                        "server {:?} needs exactly one of `command` or `url`",
+                        "server {:?} needs exactly one of `command` (a stdio server) or `url` \
+                         (Streamable HTTP)",
                         s.name
                     ))
                 }
@@ -323,6 +359,72 @@ impl GatewayConfig {
     /// Whether names are namespaced (more than one upstream).
     pub fn namespaced(&self) -> bool {
         self.servers.len() > 1
+    }
+}
+
+/// Programs that run the server named in their arguments rather than being
+/// the server (`npx -y @scope/pkg`, `uvx mcp-server-time`, `node build/index.js`).
+const LAUNCHERS: &[&str] = &[
+    "npx", "pnpx", "bunx", "uvx", "pipx", "uv", "node", "deno", "bun", "python", "python3", "py",
+    "docker", "podman",
+];
+
+/// Subcommands of a launcher that come before the server (`uv run X`,
+/// `pipx run X`, `docker run IMAGE`, `deno run FILE`).
+const LAUNCHER_VERBS: &[&str] = &["run", "tool", "exec", "x", "dlx"];
+
+/// The name of a server started without one (`portcullis proxy -- CMD ARGS…`):
+/// the file stem of the program, or, when the program is a launcher (`npx`,
+/// `uvx`, `node`, `python -m`, `docker run`…), of the first argument that is not
+/// a flag or a launcher verb, with an npm scope, a version (`pkg@1.2`), a tag
+/// and a file extension taken off. The arguments after it (flags such as
+/// `--local-timezone=…`) never enter the name, so the name stays the same when
+/// they change. `upstream` if nothing is left.
+pub fn derived_name(command: &str, args: &[String]) -> String {
+    fn stem(s: &str) -> String {
+        let file = s.rsplit(['/', '\\']).next().unwrap_or(s);
+        let file = file.strip_suffix(".exe").unwrap_or(file);
+        // A version or tag: `pkg@1.2.3`, `image:tag`.
+        let file = match file.find(['@', ':']) {
+            Some(i) if i > 0 => &file[..i],
+            _ => file,
+        };
+        match file.rsplit_once('.') {
+            Some((base, ext))
+                if !base.is_empty() && ["js", "mjs", "cjs", "ts", "py", "exe"].contains(&ext) =>
+            {
+                base.to_string()
+            }
+            _ => file.to_string(),
+        }
+    }
+    let program = stem(command);
+    let mut name = program.clone();
+    if LAUNCHERS.contains(&program.as_str()) {
+        let mut rest = args.iter().map(String::as_str);
+        while let Some(a) = rest.next() {
+            if a == "-m" {
+                if let Some(module) = rest.next() {
+                    name = stem(module);
+                }
+                break;
+            }
+            if a.starts_with('-') || LAUNCHER_VERBS.contains(&a) || a.is_empty() {
+                continue;
+            }
+            // `@scope/pkg@1.2` → `pkg`.
+            let a = a
+                .strip_prefix('@')
+                .map_or(a, |s| s.split_once('/').map_or(s, |p| p.1));
+            name = stem(a);
+            break;
+        }
+    }
+    let name = name.trim().to_string();
+    if name.is_empty() {
+        "upstream".into()
+    } else {
+        name
     }
 }
 
@@ -690,11 +792,56 @@ url = "http://127.0.0.1:9/mcp"
     }
 
     #[test]
+    fn a_server_without_a_name_is_named_after_its_program_not_its_flags() {
+        let n = |cmd: &str, args: &[&str]| {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            derived_name(cmd, &args)
+        };
+        assert_eq!(
+            n("npx", &["-y", "@modelcontextprotocol/server-everything"]),
+            "server-everything"
+        );
+        assert_eq!(
+            n("npx", &["-y", "some-server@1.2.3", "/data"]),
+            "some-server"
+        );
+        // A changed flag after the server keeps the name.
+        assert_eq!(
+            n(
+                "uvx",
+                &["mcp-server-time", "--local-timezone=Europe/Zurich"]
+            ),
+            n("uvx", &["mcp-server-time", "--local-timezone=Asia/Tokyo"])
+        );
+        assert_eq!(n("uvx", &["mcp-server-time"]), "mcp-server-time");
+        assert_eq!(
+            n("python3", &["-m", "db_server", "--path", "x"]),
+            "db_server"
+        );
+        assert_eq!(n("uv", &["run", "server.py"]), "server");
+        assert_eq!(n("/opt/notes server/bin/notes", &["--title", "x"]), "notes");
+        assert_eq!(n("C:\\tools\\srv.exe", &[]), "srv");
+        assert_eq!(n("node", &[]), "node");
+        assert_eq!(n("", &[]), "upstream");
+        let c = GatewayConfig::single_stdio(
+            None,
+            "uvx",
+            &["mcp-server-time".into()],
+            AuditConfig::at("a.jsonl"),
+        );
+        assert_eq!(c.servers[0].name, "mcp-server-time");
+        let c = GatewayConfig::single_stdio(Some("my__time"), "uvx", &[], AuditConfig::at("a"));
+        assert_eq!(c.servers[0].name, "my__time");
+        c.validate()
+            .expect("one server is not namespaced: any name");
+    }
+
+    #[test]
     fn rejects_unknown_keys_and_bad_servers() {
         let bad = [
             "listen='127.0.0.1:0'\nbogus=1\n[audit]\nlog='x'\n[[server]]\nname='a'\ncommand='x'",
             "listen='127.0.0.1:0'\n[audit]\nlog='x'\n[[server]]\nname='a'",
-            "listen='127.0.0.1:0'\n[audit]\nlog='x'\n[[server]]\nname='a__b'\ncommand='x'",
+            "listen='127.0.0.1:0'\n[audit]\nlog='x'\n[[server]]\nname='a__b'\ncommand='x'\n[[server]]\nname='c'\ncommand='x'",
             "[audit]\nlog='x'\n[[server]]\nname='a'\ncommand='x'",
         ];
         let dir = tempfile::tempdir().unwrap();

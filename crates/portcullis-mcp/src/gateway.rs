@@ -386,7 +386,7 @@ impl Gateway {
         };
         for entry in entries {
             let judged = self
-                .judge(upstream, kind, templates, pin, &listed, entry)
+                .judge(upstream, kind, templates, pin, &listed, entry, true)
                 .await?;
             // A withheld version of a pinned definition: under
             // `pins.on_change = "keep_pinned"` the client keeps the pinned one,
@@ -411,7 +411,7 @@ impl Gateway {
                 Some(pinned) => {
                     let live = judged.raw;
                     let shown = self
-                        .judge(upstream, kind, templates, pin, &listed, pinned)
+                        .judge(upstream, kind, templates, pin, &listed, pinned, false)
                         .await?;
                     (shown, live)
                 }
@@ -520,6 +520,7 @@ impl Gateway {
 
     /// One listed entry through the detector (or its cached decision) and, if
     /// the detector lets it through, the pin check.
+    #[allow(clippy::too_many_arguments)]
     async fn judge(
         &self,
         upstream: usize,
@@ -528,6 +529,7 @@ impl Gateway {
         pin: Option<&'static str>,
         listed: &[String],
         mut entry: Value,
+        live: bool,
     ) -> Result<Judged, McpError> {
         let server = self.upstreams[upstream].name().to_string();
         let channel = list_channel(kind);
@@ -576,6 +578,7 @@ impl Gateway {
                     &raw,
                     listed,
                     detector_record.as_ref(),
+                    live,
                 )
                 .await
                 .map_err(internal)?,
@@ -1265,6 +1268,7 @@ async fn merged_info(
                         &Value::String(text.clone()),
                         &[String::new()],
                         Some(&record),
+                        true,
                     )
                     .await?;
                 if !v.passes() {
@@ -1449,10 +1453,13 @@ fn service_error(server: &str, e: ServiceError) -> McpError {
     match e {
         ServiceError::McpError(e) => e,
         ServiceError::Timeout { timeout } => McpError::internal_error(
-            format!("portcullis: upstream {server} did not answer within {timeout:?}"),
+            format!(
+                "portcullis: server {server:?} did not answer within {timeout:?} \
+                 (request_timeout_secs in the gateway configuration sets the limit)"
+            ),
             None,
         ),
-        other => McpError::internal_error(format!("portcullis: upstream {server}: {other}"), None),
+        other => McpError::internal_error(format!("portcullis: server {server:?}: {other}"), None),
     }
 }
 

@@ -14,7 +14,7 @@
 //!   (over-privileged parameters), [`taint`] (taint and egress), [`operands`]
 //!   (values of one tool's definition passed to another tool), [`redirect`]
 //!   (preference manipulation, tool transfer), [`store`] (pins, review queue,
-//!   allowlist in SQLite).
+//!   allowlist in SQLite, and [`launch`]es: how each server was started).
 //! - [`analyze`] — every analyzer over a snapshot of listings, offline (`audit`,
 //!   `scan --structural`); [`probe`] lists one server for `audit`.
 
@@ -23,6 +23,7 @@ pub mod audit;
 pub mod config;
 pub mod gateway;
 pub mod inspect;
+pub mod launch;
 pub mod names;
 pub mod operands;
 pub mod params;

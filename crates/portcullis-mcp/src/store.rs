@@ -15,16 +15,18 @@ use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("state store {path}: {source}")]
+    #[error("state store {path}: {source} (check the file is writable; `[state] path` in the gateway configuration moves it)")]
     Sqlite {
         path: PathBuf,
         source: rusqlite::Error,
     },
     #[error("state store {path}: {message}")]
     Io { path: PathBuf, message: String },
-    #[error("review item {0} does not exist")]
+    #[error("review item {0} does not exist (`portcullis review list --all` lists the items of this state store; is it the gateway's? give --config or --state)")]
     NoItem(i64),
-    #[error("review item {id} is already {status}")]
+    #[error(
+        "review item {id} is already {status} (`portcullis review show {id}` shows the decision)"
+    )]
     Decided { id: i64, status: String },
     #[error("the decision record of review item {id} could not be written, so nothing was decided: {message}")]
     Record { id: i64, message: String },
@@ -40,6 +42,11 @@ pub struct Pin {
     pub hash: String,
     pub definition: Value,
     pub pinned_at: String,
+    /// The hash of the server's launch the definition was pinned (or last seen
+    /// unchanged) under ([`crate::launch`]); `None` for pins older than launch
+    /// records.
+    #[serde(default)]
+    pub launch: Option<String>,
 }
 
 /// A taint label as the state store keeps it.
@@ -156,6 +163,10 @@ CREATE TABLE IF NOT EXISTS taint (
     server TEXT NOT NULL, tool TEXT NOT NULL, record_id TEXT NOT NULL,
     sensitive INTEGER NOT NULL, source TEXT NOT NULL, seen INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS taint_seen ON taint (seen);
+CREATE TABLE IF NOT EXISTS launches (
+    server TEXT NOT NULL, hash TEXT NOT NULL, launch TEXT NOT NULL,
+    first_seen TEXT NOT NULL, last_seen TEXT NOT NULL, seq INTEGER NOT NULL,
+    PRIMARY KEY (server, hash));
 ";
 
 const ITEM_COLUMNS: &str = "id, created, kind, server, name, fingerprint, status, record_id, \
@@ -212,6 +223,20 @@ impl Store {
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(sq)?;
         conn.execute_batch(SCHEMA).map_err(sq)?;
+        // Stores written before launch records: pins gain the launch they were
+        // made under (unknown for the old ones).
+        let has_launch: bool = conn
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info('pins') WHERE name = 'launch'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(sq)?
+            > 0;
+        if !has_launch {
+            conn.execute_batch("ALTER TABLE pins ADD COLUMN launch TEXT")
+                .map_err(sq)?;
+        }
         Ok(Store {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
@@ -236,7 +261,7 @@ impl Store {
     pub fn pin(&self, server: &str, kind: &str, name: &str) -> Result<Option<Pin>, StoreError> {
         self.with(|c| {
             c.query_row(
-                "SELECT server, kind, name, hash, definition, pinned_at FROM pins
+                "SELECT server, kind, name, hash, definition, pinned_at, launch FROM pins
                  WHERE server = ?1 AND kind = ?2 AND name = ?3",
                 params![server, kind, name],
                 pin_of,
@@ -249,7 +274,7 @@ impl Store {
     pub fn pins(&self, server: &str, kind: &str) -> Result<Vec<Pin>, StoreError> {
         self.with(|c| {
             let mut st = c.prepare(
-                "SELECT server, kind, name, hash, definition, pinned_at FROM pins
+                "SELECT server, kind, name, hash, definition, pinned_at, launch FROM pins
                  WHERE server = ?1 AND kind = ?2 ORDER BY name",
             )?;
             let rows = st.query_map(params![server, kind], pin_of)?;
@@ -257,6 +282,7 @@ impl Store {
         })
     }
 
+    /// Pin a definition, under the launch (hash) the server runs with now.
     pub fn set_pin(
         &self,
         server: &str,
@@ -264,8 +290,78 @@ impl Store {
         name: &str,
         hash: &str,
         definition: &Value,
+        launch: Option<&str>,
     ) -> Result<(), StoreError> {
-        self.with(|c| upsert_pin(c, server, kind, name, hash, definition).map(|_| ()))
+        self.with(|c| upsert_pin(c, server, kind, name, hash, definition, launch).map(|_| ()))
+    }
+
+    /// A pinned definition seen unchanged under another launch: the pin now
+    /// belongs to that launch (so a later change is not blamed on a launch
+    /// change long past).
+    pub fn set_pin_launch(
+        &self,
+        server: &str,
+        kind: &str,
+        name: &str,
+        launch: &str,
+    ) -> Result<(), StoreError> {
+        self.with(|c| {
+            c.execute(
+                "UPDATE pins SET launch = ?4 WHERE server = ?1 AND kind = ?2 AND name = ?3",
+                params![server, kind, name, launch],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// Record that `server` starts with `launch` now. Returns the launch it
+    /// last started with, with its hash, when that was a different one.
+    pub fn record_launch(
+        &self,
+        server: &str,
+        launch: &crate::launch::Launch,
+    ) -> Result<Option<(String, crate::launch::Launch)>, StoreError> {
+        let hash = launch.hash();
+        let text = serde_json::to_string(launch).unwrap_or_else(|_| "{}".into());
+        self.with(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let last: Option<(String, String)> = tx
+                .query_row(
+                    "SELECT hash, launch FROM launches WHERE server = ?1 ORDER BY seq DESC LIMIT 1",
+                    params![server],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?;
+            let now = portcullis_core::now_rfc3339();
+            tx.execute(
+                "INSERT INTO launches (server, hash, launch, first_seen, last_seen, seq)
+                 VALUES (?1, ?2, ?3, ?4, ?4, (SELECT coalesce(max(seq), 0) + 1 FROM launches))
+                 ON CONFLICT (server, hash) DO UPDATE SET last_seen = excluded.last_seen,
+                   seq = excluded.seq",
+                params![server, hash, text, now],
+            )?;
+            tx.commit()?;
+            Ok(last
+                .filter(|(h, _)| *h != hash)
+                .and_then(|(h, l)| serde_json::from_str(&l).ok().map(|l| (h, l))))
+        })
+    }
+
+    /// A launch of `server` by its hash.
+    pub fn launch(
+        &self,
+        server: &str,
+        hash: &str,
+    ) -> Result<Option<crate::launch::Launch>, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT launch FROM launches WHERE server = ?1 AND hash = ?2",
+                params![server, hash],
+                |r| r.get::<_, String>(0),
+            )
+            .optional()
+        })
+        .map(|t| t.and_then(|t| serde_json::from_str(&t).ok()))
     }
 
     /// File an item, unless one for the same subject and fingerprint is already
@@ -421,7 +517,10 @@ impl Store {
                     message: format!("review item {id} has no definition to pin"),
                 });
             };
-            upsert_pin(&tx, &item.server, pin_kind, &item.name, hash, def).map_err(sq)?;
+            // Pinned under the launch it was seen under (a launch change's item
+            // names the new launch).
+            let launch = d.get("launch_hash").and_then(Value::as_str);
+            upsert_pin(&tx, &item.server, pin_kind, &item.name, hash, def, launch).map_err(sq)?;
         }
         if remember {
             let list = if approve { "allow" } else { "deny" };
@@ -648,6 +747,7 @@ fn pin_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Pin> {
         hash: row.get(3)?,
         definition: json_col(row.get(4)?),
         pinned_at: row.get(5)?,
+        launch: row.get(6)?,
     })
 }
 
@@ -658,19 +758,22 @@ fn upsert_pin(
     name: &str,
     hash: &str,
     definition: &Value,
+    launch: Option<&str>,
 ) -> rusqlite::Result<usize> {
     c.execute(
-        "INSERT INTO pins (server, kind, name, hash, definition, pinned_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+        "INSERT INTO pins (server, kind, name, hash, definition, pinned_at, launch)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
          ON CONFLICT (server, kind, name) DO UPDATE SET hash = excluded.hash,
-           definition = excluded.definition, pinned_at = excluded.pinned_at",
+           definition = excluded.definition, pinned_at = excluded.pinned_at,
+           launch = excluded.launch",
         params![
             server,
             kind,
             name,
             hash,
             definition.to_string(),
-            portcullis_core::now_rfc3339()
+            portcullis_core::now_rfc3339(),
+            launch
         ],
     )
 }
@@ -686,7 +789,7 @@ mod tests {
         let path = dir.path().join("state.sqlite");
         {
             let s = Store::open(&path).unwrap();
-            s.set_pin("a", "tool", "t", "h1", &json!({"name": "t"}))
+            s.set_pin("a", "tool", "t", "h1", &json!({"name": "t"}), None)
                 .unwrap();
             let new = NewItem {
                 kind: kind::DEFINITION.into(),
@@ -859,6 +962,56 @@ mod tests {
         assert_eq!(s.taint_labels(10, 250).unwrap().len(), 2);
         s.put_taint(&[], 400, 3, 250).unwrap();
         assert_eq!(s.taint_labels(10, 0).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn launches_are_kept_per_server_and_a_change_returns_the_last_one() {
+        use crate::config::ServerConfig;
+        use crate::launch::Launch;
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("s.sqlite")).unwrap();
+        let one = Launch::of(&ServerConfig::stdio("t", "srv", &["--a=1".into()]));
+        let two = Launch::of(&ServerConfig::stdio("t", "srv", &["--a=2".into()]));
+        assert_eq!(s.record_launch("t", &one).unwrap(), None, "first launch");
+        assert_eq!(s.record_launch("t", &one).unwrap(), None, "same launch");
+        // Another server's launch is its own.
+        assert_eq!(s.record_launch("u", &two).unwrap(), None);
+        assert_eq!(
+            s.record_launch("t", &two).unwrap(),
+            Some((one.hash(), one.clone()))
+        );
+        // And back: the last one is `two`, not the first seen.
+        assert_eq!(
+            s.record_launch("t", &one).unwrap(),
+            Some((two.hash(), two.clone()))
+        );
+        assert_eq!(s.launch("t", &two.hash()).unwrap(), Some(two));
+        assert_eq!(s.launch("u", &one.hash()).unwrap(), None);
+    }
+
+    #[test]
+    fn a_store_without_launch_columns_gains_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "CREATE TABLE pins (server TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,
+                 hash TEXT NOT NULL, definition TEXT NOT NULL, pinned_at TEXT NOT NULL,
+                 PRIMARY KEY (server, kind, name));
+                 INSERT INTO pins VALUES ('a', 'tool', 't', 'h', '{}', 'then');",
+            )
+            .unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.pin("a", "tool", "t").unwrap().unwrap().launch, None);
+        s.set_pin_launch("a", "tool", "t", "L").unwrap();
+        assert_eq!(
+            s.pin("a", "tool", "t").unwrap().unwrap().launch.as_deref(),
+            Some("L")
+        );
+        drop(s);
+        Store::open(&path).unwrap();
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::config::{
     FirstSight, FlowAction, GatewayConfig, NameAction, OnChange, ParamAction, ToolClass,
 };
 use crate::inspect::{gateway_record, InputDigest, InspectError, Inspector, RecordHeader};
+use crate::launch::{Launch, LaunchChange};
 use crate::operands::DefinitionValues;
 use crate::pins;
 use crate::store::{self, NewItem, QueueItem, Store, StoreError};
@@ -16,6 +17,7 @@ use portcullis_core::{
 };
 use portcullis_detect::RecordMeta;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 #[derive(Debug, thiserror::Error)]
@@ -213,6 +215,10 @@ pub fn finding(
 pub struct Structural {
     pub store: Store,
     pub config: GatewayConfig,
+    /// Each server's launch in this run, with its hash.
+    launches: HashMap<String, (String, Launch)>,
+    /// Servers whose launch changed since their last run.
+    launch_changes: HashMap<String, LaunchChange>,
     taint: Mutex<TaintStore>,
     taint_writer: TaintWriter,
     definitions: Mutex<DefinitionValues>,
@@ -408,9 +414,36 @@ impl Structural {
         };
         store.set_meta(meta::AUDIT_LOG, &absolute(&config.audit.log))?;
         store.set_meta(meta::AUDIT_INDEX, &absolute(&config.audit.index_path()))?;
+        // Each server's launch, against the one it last ran with: a change is
+        // said here, once per start, and again on every definition it changed.
+        let mut launches = HashMap::new();
+        let mut launch_changes = HashMap::new();
+        for s in &config.servers {
+            let launch = Launch::of(s);
+            let hash = launch.hash();
+            if let Some((before_hash, before)) = store.record_launch(&s.name, &launch)? {
+                let change = LaunchChange {
+                    before,
+                    before_hash,
+                    after: launch.clone(),
+                    after_hash: hash.clone(),
+                };
+                tracing::warn!(
+                    server = %s.name,
+                    "the server's launch changed since its last run: {}; a definition that \
+                     changed with it is held for review as a launch change \
+                     (`portcullis review list`)",
+                    change.describe()
+                );
+                launch_changes.insert(s.name.clone(), change);
+            }
+            launches.insert(s.name.clone(), (hash, launch));
+        }
         Ok(Structural {
             store,
             config: config.clone(),
+            launches,
+            launch_changes,
             taint: Mutex::new(taint),
             taint_writer: TaintWriter::start(config)?,
             definitions: Mutex::new(DefinitionValues::new(config.taint.min_len)),
@@ -438,6 +471,43 @@ impl Structural {
 
     fn definitions(&self) -> std::sync::MutexGuard<'_, DefinitionValues> {
         self.definitions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The launch change of `server` seen at this start, if its launch changed
+    /// since its last run.
+    pub fn launch_change(&self, server: &str) -> Option<&LaunchChange> {
+        self.launch_changes.get(server)
+    }
+
+    /// The hash of `server`'s launch in this run.
+    fn launch_hash(&self, server: &str) -> Option<&str> {
+        self.launches.get(server).map(|(h, _)| h.as_str())
+    }
+
+    /// The launch change between the launch `pin` was made under and this run's,
+    /// when both are known and differ.
+    fn launch_change_since(
+        &self,
+        server: &str,
+        pin: &store::Pin,
+    ) -> Result<Option<LaunchChange>, StoreError> {
+        let (Some(before_hash), Some((after_hash, after))) =
+            (pin.launch.as_deref(), self.launches.get(server))
+        else {
+            return Ok(None);
+        };
+        if before_hash == after_hash {
+            return Ok(None);
+        }
+        Ok(self
+            .store
+            .launch(server, before_hash)?
+            .map(|before| LaunchChange {
+                before,
+                before_hash: before_hash.to_string(),
+                after: after.clone(),
+                after_hash: after_hash.clone(),
+            }))
     }
 
     /// Write the taint labels still queued to the state store (at shutdown).
@@ -1013,6 +1083,8 @@ impl Structural {
 
     /// Check one listed definition against its pin. `listed` are the names the
     /// server lists now (a pinned name no longer listed may have been renamed).
+    /// `live`: `definition` is what the server lists now (not the pinned version
+    /// shown in place of a held one, which must not move the pin to this launch).
     #[allow(clippy::too_many_arguments)]
     pub async fn check_definition(
         &self,
@@ -1024,14 +1096,25 @@ impl Structural {
         definition: &Value,
         listed: &[String],
         detector: Option<&DecisionRecord>,
+        live: bool,
     ) -> Result<Verdict, StructuralError> {
         if !self.config.pins.enabled {
             return Ok(Verdict::Pass);
         }
         let hash = pins::hash(definition);
+        let launch = self.launch_hash(server).map(str::to_string);
         let pinned = self.store.pin(server, kind, name)?;
         let (what, changes, previous) = match pinned {
-            Some(p) if p.hash == hash => return Ok(Verdict::Pass),
+            Some(p) if p.hash == hash => {
+                // Unchanged under a new launch: the pin belongs to this launch now.
+                if let Some(l) = launch
+                    .as_deref()
+                    .filter(|l| live && p.launch.as_deref() != Some(*l))
+                {
+                    self.store.set_pin_launch(server, kind, name, l)?;
+                }
+                return Ok(Verdict::Pass);
+            }
             Some(p) => {
                 if self
                     .store
@@ -1039,7 +1122,8 @@ impl Structural {
                 {
                     // A remembered approval: every later change of this
                     // definition is pinned without review, and recorded.
-                    self.store.set_pin(server, kind, name, &hash, definition)?;
+                    self.store
+                        .set_pin(server, kind, name, &hash, definition, launch.as_deref())?;
                     let changes = pins::diff(&p.definition, definition);
                     inspector
                         .structural(
@@ -1076,7 +1160,14 @@ impl Structural {
                         ("renamed", changes, Some(p))
                     }
                     None if self.config.pins.first_sight == FirstSight::Pin => {
-                        self.store.set_pin(server, kind, name, &hash, definition)?;
+                        self.store.set_pin(
+                            server,
+                            kind,
+                            name,
+                            &hash,
+                            definition,
+                            launch.as_deref(),
+                        )?;
                         return Ok(Verdict::Pass);
                     }
                     None => ("new", Vec::new(), None),
@@ -1106,22 +1197,52 @@ impl Structural {
                 _ => {}
             }
         }
-        let (rule, summary) = match (what, &previous) {
-            ("changed", Some(p)) => (
-                "pin.changed",
+        // A definition that changed (or was renamed) together with the server's
+        // launch is filed as such: still held, but not presented as a rug pull.
+        let launch_change = match &previous {
+            Some(p) => self.launch_change_since(server, p)?,
+            None => None,
+        };
+        let shown = if self.keeps_pinned(&changes) {
+            "the client is shown the pinned version"
+        } else {
+            "the tool is withheld"
+        };
+        let (what, rule, summary) = match (what, &previous, &launch_change) {
+            ("changed", Some(p), Some(l)) => (
+                "launch_changed",
+                "pin.launch_changed",
                 format!(
-                    "the {kind} definition of {name:?} changed since it was pinned ({} field(s)); \
-                     the new version is held until approved, {} (pinned {})",
+                    "the server's launch changed since the {kind} {name:?} was pinned ({}), and \
+                     its definition changed with it ({} field(s)); the new version is held until \
+                     approved, {shown} (pinned {})",
+                    l.describe(),
                     changes.len(),
-                    if self.keeps_pinned(&changes) {
-                        "the client is shown the pinned version"
-                    } else {
-                        "the tool is withheld"
-                    },
                     p.hash.get(..12).unwrap_or(&p.hash)
                 ),
             ),
-            ("renamed", Some(p)) => (
+            ("renamed", Some(p), Some(l)) => (
+                "renamed",
+                "pin.renamed",
+                format!(
+                    "{name:?} is a rename of the pinned {kind} {:?} (definition near-identical), \
+                     seen after the server's launch changed ({}); withheld until approved",
+                    p.name,
+                    l.describe()
+                ),
+            ),
+            ("changed", Some(p), None) => (
+                "changed",
+                "pin.changed",
+                format!(
+                    "the {kind} definition of {name:?} changed since it was pinned ({} field(s)); \
+                     the new version is held until approved, {shown} (pinned {})",
+                    changes.len(),
+                    p.hash.get(..12).unwrap_or(&p.hash)
+                ),
+            ),
+            ("renamed", Some(p), None) => (
+                "renamed",
                 "pin.renamed",
                 format!(
                     "{name:?} is a rename of the pinned {kind} {:?} (definition near-identical); \
@@ -1130,11 +1251,18 @@ impl Structural {
                 ),
             ),
             _ => (
+                "new",
                 "pin.new",
                 format!("{name:?} is a {kind} seen for the first time; first_sight = hold"),
             ),
         };
         let mut findings = change_findings(rule, &changes);
+        if what == "launch_changed" {
+            // Less suspect than a change on its own; still held.
+            for f in &mut findings {
+                f.severity = Severity::Medium;
+            }
+        }
         if findings.is_empty() {
             findings.push(finding(
                 rule,
@@ -1179,10 +1307,20 @@ impl Structural {
                 "previous_name": previous.as_ref().map(|p| p.name.clone()),
                 "previous_hash": previous.as_ref().map(|p| p.hash.clone()),
                 "previous_definition": previous.as_ref().map(|p| p.definition.clone()),
+                "launch_hash": launch,
+                "launch": launch_change.as_ref().map(LaunchChange::detail),
             }),
             allow_keys: vec!["*".into()],
             record: serde_json::to_value(&record).unwrap_or(Value::Null),
         })?;
+        if launch_change.is_some() {
+            tracing::warn!(
+                server,
+                item = item.id,
+                "{summary}: `portcullis review show {}`, then approve or deny it",
+                item.id
+            );
+        }
         Ok(Verdict::Held {
             record_id: item.record_id,
             queue_id: Some(item.id),

@@ -23,17 +23,28 @@ use tokio::sync::Mutex;
 
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
-    #[error("upstream {server}: cannot start `{command}`: {source}")]
+    #[error(
+        "server {server:?}: cannot start `{command}`: {error} (is the program installed and on \
+         the PATH the client gives its servers? an absolute path avoids the question)"
+    )]
     Spawn {
         server: String,
         command: String,
-        source: std::io::Error,
+        // Not a `source`: the message says it once, and an error chain printed
+        // with `{:#}` does not repeat it.
+        error: std::io::Error,
     },
-    #[error("upstream {server}: initialize failed: {message}")]
+    #[error(
+        "server {server:?}: the MCP handshake (initialize) failed: {message} (run the server's \
+         command on its own to see its own error output)"
+    )]
     Initialize { server: String, message: String },
-    #[error("upstream {server}: bad configuration: {message}")]
+    #[error("server {server:?}: bad configuration: {message}")]
     Config { server: String, message: String },
-    #[error("upstream {server} is down ({restarts} restarts used): {message}")]
+    #[error(
+        "server {server:?} is down ({restarts} restarts used): {message}; restart the gateway \
+         (or the client, which restarts its servers) once the server runs again"
+    )]
     Down {
         server: String,
         restarts: u32,
@@ -188,7 +199,7 @@ impl Upstream {
         peer.send_request_with_option(request, options)
             .await
             .map_err(|e| {
-                McpError::internal_error(format!("upstream {}: {e}", self.config.name), None)
+                McpError::internal_error(format!("server {:?}: {e}", self.config.name), None)
             })
     }
 
@@ -216,10 +227,10 @@ async fn open(
     match (&config.command, &config.url) {
         (Some(command), None) => {
             let mut cmd = stdio_command(config, command, std::process::Stdio::inherit());
-            let mut child = cmd.spawn().map_err(|source| UpstreamError::Spawn {
+            let mut child = cmd.spawn().map_err(|error| UpstreamError::Spawn {
                 server: config.name.clone(),
                 command: command.clone(),
-                source,
+                error,
             })?;
             let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                 return Err(init(&"child has no stdio pipes"));

@@ -135,12 +135,24 @@ impl DetectorArgs {
     }
 }
 
+/// Whether log lines on stderr may carry ANSI colour codes: only on a terminal
+/// (clients save a server's stderr to log files), and never when `NO_COLOR` is
+/// set to anything (https://no-color.org).
+fn colour(stderr_is_terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
 fn main() -> ExitCode {
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("PORTCULLIS_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
+        .with_ansi(colour(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR"),
+        ))
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
@@ -197,4 +209,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
 
 fn toml_of(config: &Config) -> Result<String> {
     toml::to_string_pretty(config).context("serializing configuration")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colour;
+
+    #[test]
+    fn colour_only_on_a_terminal_and_never_under_no_color() {
+        assert!(colour(true, None));
+        assert!(!colour(false, None), "not a terminal: a log file");
+        assert!(!colour(true, Some("1".into())), "NO_COLOR=1");
+        assert!(colour(true, Some("".into())), "an empty NO_COLOR is unset");
+    }
 }

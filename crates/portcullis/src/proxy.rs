@@ -42,6 +42,20 @@ pub struct ProxyArgs {
     /// Load rules from this directory instead of the embedded rules.
     #[arg(long, value_name = "DIR")]
     pub rules: Option<PathBuf>,
+    /// The name of the server given after `--`: its identity in the state store
+    /// and the audit log (pins, review items, taint labels and records are keyed
+    /// by it), so servers sharing one store keep their pins apart. `wrap` writes
+    /// the client configuration's name of the entry here. Default: derived from
+    /// the command (docs/gateway.md), e.g. `server-everything` for `npx -y
+    /// @modelcontextprotocol/server-everything`.
+    #[arg(long, value_name = "NAME", conflicts_with = "gateway")]
+    pub name: Option<String>,
+    /// A variable of this process's environment that is part of the server's
+    /// launch (repeatable): the launch record keeps its name and a digest of
+    /// its value, so a changed value is reported as a launch change. `wrap`
+    /// writes one per variable of the entry's `env`.
+    #[arg(long, value_name = "NAME", conflicts_with = "gateway")]
+    pub launch_env: Vec<String>,
     /// The upstream server's command and arguments (passed as given).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -59,14 +73,35 @@ pub fn default_audit_log() -> PathBuf {
 
 fn gateway_config(args: &ProxyArgs) -> Result<GatewayConfig> {
     let mut cfg = match (&args.gateway, args.command.split_first()) {
-        (Some(_), Some(_)) => bail!("give either --config FILE or `-- COMMAND ARGS…`, not both"),
-        (None, None) => bail!("nothing to front: give --config FILE or `-- COMMAND ARGS…`"),
-        (Some(path), None) => GatewayConfig::read(path)
-            .with_context(|| format!("loading gateway configuration {}", path.display()))?,
-        (None, Some((cmd, rest))) => {
-            GatewayConfig::single_stdio(cmd, rest, AuditConfig::at(default_audit_log()))
-        }
+        (Some(_), Some(_)) => bail!(
+            "give either --config FILE or `-- COMMAND ARGS…`, not both (a gateway file lists \
+             its servers itself)"
+        ),
+        (None, None) => bail!(
+            "nothing to front: give --config FILE or `-- COMMAND ARGS…` (e.g. `portcullis \
+             proxy --name time -- uvx mcp-server-time`)"
+        ),
+        (Some(path), None) => GatewayConfig::read(path).with_context(|| {
+            format!(
+                "loading gateway configuration {} (fix the file; docs/gateway.md lists its keys)",
+                path.display()
+            )
+        })?,
+        (None, Some((cmd, rest))) => GatewayConfig::single_stdio(
+            args.name.as_deref(),
+            cmd,
+            rest,
+            AuditConfig::at(default_audit_log()),
+        ),
     };
+    if args.name.as_deref() == Some("") {
+        bail!("--name is empty; give the server a name (its identity in the state store)");
+    }
+    if !args.launch_env.is_empty() {
+        if let [one] = cfg.servers.as_mut_slice() {
+            one.launch_env = args.launch_env.clone();
+        }
+    }
     if let Some(log) = &args.audit_log {
         cfg.audit.log = log.clone();
         cfg.audit.index = None;
@@ -80,7 +115,8 @@ fn gateway_config(args: &ProxyArgs) -> Result<GatewayConfig> {
     if args.no_stdio {
         cfg.stdio = false;
     }
-    cfg.validate().context("gateway configuration")?;
+    // The error names the file's problem itself ("invalid gateway configuration: …").
+    cfg.validate()?;
     Ok(cfg)
 }
 
@@ -108,7 +144,11 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
         let gw = Gateway::start(cfg.clone(), detector)
             .await
             .context("starting the gateway")?;
-        tracing::info!(audit = %cfg.audit.log.display(), "gateway ready");
+        tracing::info!(
+            audit = %cfg.audit.log.display(),
+            servers = %cfg.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(","),
+            "gateway ready"
+        );
         let ct = CancellationToken::new();
         let mut tasks = tokio::task::JoinSet::new();
         if let Some(listen) = &cfg.listen {

@@ -131,7 +131,11 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
         }
         ReviewCommand::Show { id, json } => {
             let Some(i) = store.item(id)? else {
-                bail!("review item {id} does not exist");
+                bail!(
+                    "review item {id} does not exist in {} (`portcullis review list --all` lists \
+                     its items; another gateway's store: give --config or --state)",
+                    state.display()
+                );
             };
             if json {
                 println!("{}", serde_json::to_string_pretty(&full(&i))?);
@@ -249,6 +253,15 @@ fn render(i: &QueueItem) -> String {
                 .map(|n| format!("; note: {n}"))
                 .unwrap_or_default()
         ));
+    }
+    if let Some(changes) = i.detail["launch"]["changes"]
+        .as_array()
+        .filter(|c| !c.is_empty())
+    {
+        out.push_str("\nthe server's launch changed (pinned under -> now):\n");
+        for c in changes {
+            out.push_str(&format!("  {}\n", c.as_str().unwrap_or("?")));
+        }
     }
     if let Some(diff) = i.diff.as_array().filter(|d| !d.is_empty()) {
         out.push_str("\ndiff (pinned -> held):\n");

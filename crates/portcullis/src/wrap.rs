@@ -150,6 +150,8 @@ fn remote_gateway(
             "its URL or headers use client variables (${…}) that the gateway cannot expand".into(),
         );
     }
+    // The server keeps the entry's name as its identity (as a wrapped stdio
+    // entry's `--name`); the file is named after a safe form of it.
     let name = gateway_name(&entry.name);
     let file = GatewayFile {
         stdio: true,
@@ -157,7 +159,7 @@ fn remote_gateway(
             log: audit_log.to_path_buf(),
         },
         server: vec![ServerSection {
-            name: name.clone(),
+            name: entry.name.clone(),
             url: url.clone(),
             headers: headers.clone(),
         }],

@@ -410,7 +410,7 @@ fn wrapped_entries_run_behind_the_proxy_and_unwrap_restores_the_file() {
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     let diff = stdout(&o);
     assert!(
-        diff.contains("+      \"args\": [\"proxy\", \"--\", "),
+        diff.contains("+      \"args\": [\"proxy\", \"--name=notes\", \"--\", "),
         "{diff}"
     );
     assert!(diff.contains("-      \"url\": "), "{diff}");
@@ -427,6 +427,7 @@ fn wrapped_entries_run_behind_the_proxy_and_unwrap_restores_the_file() {
         notes["args"],
         json!([
             "proxy",
+            "--name=notes",
             "--",
             testserver(),
             "--profile",
