@@ -331,7 +331,12 @@ def normalizer(server: S.Server, ctx: dict[str, str]):
     return norm
 
 
-def first_diff(a: Any, b: Any, path: str = "") -> str:
+def first_diff(a: Any, b: Any, path: str = "", masked: list | None = None) -> str:
+    """The first difference between a (direct) and b (gateway), or "". A string the
+    gateway masked (`[REDACTED:…]`) is not a difference: it is appended to `masked`."""
+    if isinstance(b, str) and "[REDACTED:" in b and a != b and masked is not None:
+        masked.append(f"{path or '/'}: {short(a, 80)} -> {short(b, 80)}")
+        return ""
     if type(a) is not type(b):
         return f"{path or '/'}: {short(a)} != {short(b)}"
     if isinstance(a, dict):
@@ -339,12 +344,12 @@ def first_diff(a: Any, b: Any, path: str = "") -> str:
             if set(a) != set(b):
                 return f"{path or '/'}: keys {sorted(set(a) ^ set(b))} only on one side"
             for k in a:
-                d = first_diff(a[k], b[k], f"{path}/{k}")
+                d = first_diff(a[k], b[k], f"{path}/{k}", masked)
                 if d:
                     return d
             return f"{path or '/'}: key order {list(a)[:8]} != {list(b)[:8]}"
         for k in a:
-            d = first_diff(a[k], b[k], f"{path}/{k}")
+            d = first_diff(a[k], b[k], f"{path}/{k}", masked)
             if d:
                 return d
         return ""
@@ -352,7 +357,7 @@ def first_diff(a: Any, b: Any, path: str = "") -> str:
         if len(a) != len(b):
             return f"{path or '/'}: {len(a)} items != {len(b)} items"
         for i, (x, y) in enumerate(zip(a, b)):
-            d = first_diff(x, y, f"{path}/{i}")
+            d = first_diff(x, y, f"{path}/{i}", masked)
             if d:
                 return d
         return ""
@@ -383,8 +388,9 @@ def entry_names(t: dict, kind: str) -> list[str]:
     return [x.get(key) for x in t.get(kind) or []]
 
 
-def compare(direct: dict, gated: dict) -> list[str]:
-    """Differences between two normalized transcripts, one line per section."""
+def compare(direct: dict, gated: dict, masked: list) -> list[str]:
+    """Differences between two normalized transcripts, one line per section (and the
+    values the gateway masked, into `masked`)."""
     diffs = []
     if direct.get("fatal"):
         diffs.append(f"direct session failed: {direct['fatal']}")
@@ -393,14 +399,18 @@ def compare(direct: dict, gated: dict) -> list[str]:
     if diffs:
         return diffs
     for sec in ("init", "tools", "resources", "templates", "prompts", "list_errors", "sampling_requests", "elicitation_requests"):
-        d = first_diff(direct.get(sec), gated.get(sec))
+        m: list = []
+        d = first_diff(direct.get(sec), gated.get(sec), "", m)
+        masked += [f"{sec}{x}" for x in m]
         if d:
             diffs.append(f"{sec}{d if d.startswith('/') else ' ' + d}")
     ds, gs = direct.get("steps") or [], gated.get("steps") or []
     if len(ds) != len(gs):
         diffs.append(f"steps: {len(ds)} direct != {len(gs)} through the gateway")
     for i, (a, b) in enumerate(zip(ds, gs)):
-        d = first_diff({"result": a.get("result"), "error": a.get("error")}, {"result": b.get("result"), "error": b.get("error")})
+        m = []
+        d = first_diff({"result": a.get("result"), "error": a.get("error")}, {"result": b.get("result"), "error": b.get("error")}, "", m)
+        masked += [f"step {i} {a.get('kind')} {a.get('name')}: {x}" for x in m]
         if d:
             diffs.append(f"step {i} {a.get('kind')} {a.get('name')}: {d}")
     return diffs
@@ -436,7 +446,8 @@ def run_server(server: S.Server, portcullis: Path, work: Path, web: str, clients
         recs = read_audit(audit)
         held = [r for r in recs if is_held(r)]
         d, g = transcripts["direct"], transcripts["gateway"]
-        withheld = []
+        withheld: list[str] = []
+        masked: list[str] = []
         for kind in ("tools", "resources", "templates", "prompts"):
             gset = set(entry_names(g, kind))
             withheld += [f"{kind[:-1]} {n}" for n in entry_names(d, kind) if n not in gset]
@@ -452,7 +463,8 @@ def run_server(server: S.Server, portcullis: Path, work: Path, web: str, clients
             ],
             "withheld": withheld,
             "notices": notices(g.get("steps")) + notices(g.get("init")),
-            "diffs": compare(norm(d), norm(g)),
+            "diffs": compare(norm(d), norm(g), masked),
+            "masked": masked,
             "listed": {k: len(d.get(k) or []) for k in ("tools", "resources", "templates", "prompts")},
             "steps": len(steps),
             "step_errors": [f"{s.get('kind')} {s.get('name')}: {short(s.get('error'))}" for s in d.get("steps") or [] if s.get("error")],
@@ -466,10 +478,10 @@ def run_server(server: S.Server, portcullis: Path, work: Path, web: str, clients
 
 def table(results: list[dict]) -> str:
     lines = [
-        "| server | package | version | items inspected | items held | withheld | notices | differences from direct |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
+        "| server | package | version | items inspected | items held | withheld | notices | differences from direct | masked |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    tot = [0, 0, 0, 0, 0]
+    tot = [0, 0, 0, 0, 0, 0]
     for r in results:
         cs = r["clients"].values()
         items = sum(c["items"] for c in cs)
@@ -477,10 +489,11 @@ def table(results: list[dict]) -> str:
         wh = sum(len(c["withheld"]) for c in cs)
         no = sum(len(c["notices"]) for c in cs)
         di = sum(len(c["diffs"]) for c in cs)
-        for i, v in enumerate((items, held, wh, no, di)):
+        ma = sum(len(c.get("masked") or []) for c in cs)
+        for i, v in enumerate((items, held, wh, no, di, ma)):
             tot[i] += v
-        lines.append(f"| {r['server']} | {r['ecosystem']}: `{r['package']}` | {r['version']} | {items} | {held} | {wh} | {no} | {di} |")
-    lines.append(f"| **all {len(results)}** | | | **{tot[0]}** | **{tot[1]}** | **{tot[2]}** | **{tot[3]}** | **{tot[4]}** |")
+        lines.append(f"| {r['server']} | {r['ecosystem']}: `{r['package']}` | {r['version']} | {items} | {held} | {wh} | {no} | {di} | {ma} |")
+    lines.append(f"| **all {len(results)}** | | | **{tot[0]}** | **{tot[1]}** | **{tot[2]}** | **{tot[3]}** | **{tot[4]}** | **{tot[5]}** |")
     return "\n".join(lines) + "\n"
 
 
@@ -501,6 +514,8 @@ def details(results: list[dict]) -> str:
                 out.append(f"NOTICE   {head}: {n}")
             for d in c["diffs"]:
                 out.append(f"DIFF     {head}: {d}")
+            for m in c.get("masked") or []:
+                out.append(f"MASKED   {head}: {m}")
     return "\n".join(out) + ("\n" if out else "")
 
 
