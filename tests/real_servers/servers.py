@@ -411,6 +411,11 @@ SERVERS: list[Server] = [
         "fetch", "mcp-server-fetch", "pypi",
         # The local site is on 127.0.0.1, which the server refuses unless told.
         ["{mcp2}/mcp-server-fetch", "--allow-private-ips"],
+        # readabilipy (its HTML extractor) runs `npm install` into its own package dir on
+        # every call when it finds `node` on PATH and no node_modules: it hangs here (no
+        # cache, the registry slow). Without node on PATH it uses its Python extractor,
+        # as on a machine without Node.
+        env={"PATH": "{mcp2}"},
         steps=[
             C("fetch", {"url": "{web}/index.html"}),
             C("fetch", {"url": "{web}/index.html", "raw": True, "max_length": 400}),
