@@ -263,6 +263,9 @@ def server_env(server: S.Server, ctx: dict[str, str], home: Path) -> dict[str, s
         "NO_PROXY": "127.0.0.1,localhost",
         "no_proxy": "127.0.0.1,localhost",
         "PYTHONDONTWRITEBYTECODE": "1",
+        # Python servers that print a set (cli-mcp-server's allowed commands) print it in
+        # the same order in every run.
+        "PYTHONHASHSEED": "0",
         "RUST_LOG": "warn",
     }
     env.update(subst(server.env, ctx))

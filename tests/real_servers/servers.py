@@ -545,6 +545,8 @@ SERVERS: list[Server] = [
         ["{mcp1}/jcodemunch-mcp"],
         env={"JCODEMUNCH_HOME": "{data}/home", "CODE_INDEX_PATH": "{data}/index"},
         steps=[C("jcodemunch_guide"), C("menu", {"limit": 5}), R("munch://runtime/identity")],
+        # Its identity resource names its process: pid, start time, a random instance id.
+        normalize=[ISO_TIME, UUID, (r'"pid":\d+', '"pid":<pid>')],
         note="guide, menu, identity resource",
     ),
     Server(
