@@ -8,6 +8,8 @@
 #   .interop/node_modules/node/bin/node   Node.js >= 22 from the npm registry's `node` package
 #   .interop/node_modules/@modelcontextprotocol/{sdk,server-everything,server-filesystem,inspector}
 #   .interop/venv                          Python venv with the `mcp` SDK
+#   .interop/real-servers/node_modules     real MCP servers from npm (tests/real_servers/package.json + lock)
+#   .interop/real-servers/py-mcp2, py-mcp1 real MCP servers from PyPI (tests/real_servers/requirements-mcp{2,1}.txt)
 #
 # Needs: npm (any node >= 18 to bootstrap), python3 >= 3.10 with venv. Only the npm
 # registry and PyPI are contacted.
@@ -61,6 +63,47 @@ else
     echo "$stamp_py" > "$DEST/.py-stamp"
 fi
 
+# --- real servers of tests/real_servers (npm and PyPI, pinned) ---------------------
+# Their own prefix and venvs: the servers' SDK versions must not move the clients'. Two
+# venvs because PyPI servers written for `mcp` 1.x (FastMCP imports) and 2.x cannot share one.
+RS_SRC="$ROOT/tests/real_servers"
+RS="$DEST/real-servers"
+mkdir -p "$RS"
+# The three installs are independent and mostly wait on the network: run them at once.
+rs_npm() {
+    local stamp
+    stamp="$(cat "$RS_SRC/package.json" "$RS_SRC/package-lock.json" | sha256sum | cut -d' ' -f1)"
+    if [[ -f "$RS/.npm-stamp" && "$(cat "$RS/.npm-stamp")" == "$stamp" && -d "$RS/node_modules" ]]; then
+        say "real-server npm packages already installed (pins unchanged)"
+        return
+    fi
+    say "installing the real-server npm packages into $RS (npm install from the committed lock file)"
+    cp "$RS_SRC/package.json" "$RS_SRC/package-lock.json" "$RS/"
+    # No install script of these servers is needed, and some would download a browser.
+    (cd "$RS" && npm install --no-audit --no-fund --ignore-scripts --loglevel=error >&2)
+    echo "$stamp" > "$RS/.npm-stamp"
+}
+rs_venv() {
+    local gen="$1" req="$RS_SRC/requirements-$1.txt" venv="$RS/py-$1" stamp
+    stamp="$(sha256sum < "$req" | cut -d' ' -f1)"
+    if [[ -f "$RS/.py-$gen-stamp" && "$(cat "$RS/.py-$gen-stamp")" == "$stamp" && -x "$venv/bin/python" ]]; then
+        say "real-server venv py-$gen already installed (pins unchanged)"
+        return
+    fi
+    say "creating $venv and installing tests/real_servers/requirements-$gen.txt"
+    rm -rf "$venv" "$RS/.py-$gen-stamp"
+    "$PYTHON" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$req" >&2
+    echo "$stamp" > "$RS/.py-$gen-stamp"
+}
+rs_npm & pid_npm=$!
+rs_venv mcp2 & pid_mcp2=$!
+rs_venv mcp1 & pid_mcp1=$!
+wait "$pid_npm" || die "installing tests/real_servers/package-lock.json failed"
+wait "$pid_mcp2" || die "installing tests/real_servers/requirements-mcp2.txt failed"
+wait "$pid_mcp1" || die "installing tests/real_servers/requirements-mcp1.txt failed"
+command -v git >/dev/null || die "git not found (the real-server suite's git servers need it: apt-get install git)"
+
 # --- what is installed -------------------------------------------------------------
 pkg_version() { "$NODE" -p "require('$DEST/node_modules/$1/package.json').version"; }
 echo "installed into $DEST:"
@@ -71,4 +114,5 @@ for p in @modelcontextprotocol/sdk @modelcontextprotocol/server-everything @mode
 done
 echo "  python                                   $("$VENV/bin/python" --version 2>&1 | cut -d' ' -f2) ($VENV/bin/python)"
 echo "  mcp (PyPI)                               $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
+echo "  real servers (tests/real_servers)         $(ls "$RS/node_modules" | wc -l) npm packages, $("$RS/py-mcp2/bin/python" -m pip list --format=freeze 2>/dev/null | wc -l) + $("$RS/py-mcp1/bin/python" -m pip list --format=freeze 2>/dev/null | wc -l) PyPI packages"
 echo "done in $(( $(date +%s) - start )) s"

@@ -1,0 +1,118 @@
+//! The real-server regression suite (tests/real_servers/README.md): 31 third-party MCP
+//! servers from npm and PyPI, each driven direct and through `portcullis proxy` by the
+//! Python and TypeScript SDK clients over stdio. Zero held, withheld or blocked items
+//! under the default preset, and answers identical to direct, or the test fails with the
+//! table and every held item's stage, rule and reason.
+//!
+//! Needs `scripts/setup-interop.sh` (`make test` runs it through scripts/setup.sh) and
+//! the `portcullis` binary (`cargo test --workspace` builds it; alone:
+//! `cargo build -p portcullis`). `PORTCULLIS_REAL_SERVERS_TABLE=FILE` also writes the
+//! table as Markdown (e.g. reports/real-servers/table.md);
+//! `PORTCULLIS_REAL_SERVERS_ONLY=NAME,…` runs only those servers.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use portcullis_testkit::interop::{interop_dir, python, repo_root};
+
+/// The whole suite's deadline (it takes a few minutes on two cores).
+const LIMIT: Duration = Duration::from_secs(20 * 60);
+
+/// `$PORTCULLIS_BIN`, else `portcullis` in this test executable's profile directory.
+fn portcullis_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("PORTCULLIS_BIN") {
+        return PathBuf::from(p);
+    }
+    let name = format!("portcullis{}", std::env::consts::EXE_SUFFIX);
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().and_then(Path::parent).map(|d| d.join(&name)))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| repo_root().join("target/debug").join(name))
+}
+
+#[test]
+fn real_servers_behind_the_gateway_hold_nothing_and_answer_as_direct() {
+    let py = python();
+    let installed = interop_dir().join("real-servers");
+    assert!(
+        py.is_file() && installed.join("node_modules").is_dir(),
+        "the real servers are not installed ({} / {}): run scripts/setup-interop.sh \
+         (make test runs it through scripts/setup.sh)",
+        py.display(),
+        installed.display()
+    );
+    let bin = portcullis_bin();
+    assert!(
+        bin.is_file(),
+        "{} not found: run `cargo build -p portcullis` (cargo test --workspace builds it)",
+        bin.display()
+    );
+    let work = std::env::temp_dir().join(format!("portcullis-real-servers-{}", std::process::id()));
+    let mut cmd = Command::new(&py);
+    cmd.arg(repo_root().join("tests/real_servers/run.py"))
+        .arg("--portcullis")
+        .arg(&bin)
+        .arg("--work")
+        .arg(&work)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(table) = std::env::var_os("PORTCULLIS_REAL_SERVERS_TABLE") {
+        cmd.arg("--table").arg(table);
+    }
+    // A subset while working on one server: PORTCULLIS_REAL_SERVERS_ONLY=git,fetch.
+    if let Some(only) = std::env::var_os("PORTCULLIS_REAL_SERVERS_ONLY") {
+        cmd.arg("--only").arg(only);
+    }
+    let mut child = cmd.spawn().expect("run tests/real_servers/run.py");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + LIMIT;
+    let status = loop {
+        match child.try_wait().expect("wait for run.py") {
+            Some(status) => break status,
+            None if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("tests/real_servers/run.py did not finish within {LIMIT:?} (killed)");
+            }
+            None => std::thread::sleep(Duration::from_millis(200)),
+        }
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    match status.code() {
+        Some(0) => {
+            println!("{stdout}");
+            let _ = std::fs::remove_dir_all(&work);
+        }
+        Some(3) => panic!("real servers: set-up missing:\n{stderr}"),
+        code => panic!(
+            "real servers: items held, withheld, blocked or answered differently through the \
+             gateway (exit {code:?}; work files kept in {}):\n{stdout}\n--- stderr ---\n{}",
+            work.display(),
+            tail(&stderr, 4000)
+        ),
+    }
+}
+
+fn tail(s: &str, n: usize) -> &str {
+    let mut start = s.len().saturating_sub(n);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
