@@ -16,8 +16,14 @@ For each server and client: the session runs once direct and once through the ga
     .interop/venv/bin/python tests/real_servers/run.py --portcullis target/debug/portcullis
         [--only NAME,NAME] [--jobs N] [--table FILE.md] [--json FILE] [--work DIR]
 
-Exit 0: zero held, withheld, notices and differences; 1: anything else (the report says
-what); 3: the pieces are not installed (the message names the set-up command).
+Exit 0: zero held, withheld, notices and differences beyond the known ones; 1: anything
+else (the report says what); 3: the pieces are not installed (the message names the
+set-up command).
+
+Known failures (`known.json`, each with the issue that owns it) are the ratchet of work
+not done yet: a held or withheld item not listed there, or more notices or differences
+on a server than listed, fails the run; a listed item that no longer happens is
+reported as fixed (remove it from the file). `--no-known` checks against zero.
 """
 
 from __future__ import annotations
@@ -522,6 +528,53 @@ def details(results: list[dict]) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
+def held_key(server: str, client: str, h: dict) -> str:
+    """A held item's identity, stable across runs: no scores, ids or reasons."""
+    rules = ",".join(r.split("=")[0] for r in h["rules"])
+    return f"{server} {client} {h['channel']} {h['tool'] or '-'} {h['status']}/{h['action']} [{rules}]"
+
+
+def against_known(results: list[dict], known: dict) -> tuple[list[str], list[str]]:
+    """(new failures, known failures that did not happen). Held and withheld items
+    are matched by key; notices and differences by their count per server and client."""
+    want = {e["key"] for e in known.get("held", []) + known.get("withheld", [])}
+    counts = {e["key"]: e for e in known.get("counts", [])}
+    new, fixed, seen = [], [], set()
+    for r in results:
+        for client, c in r["clients"].items():
+            for k in [held_key(r["server"], client, h) for h in c["held"]] + [
+                f"{r['server']} {client} {w}" for w in c["withheld"]
+            ]:
+                seen.add(k)
+                if k not in want:
+                    new.append(f"new hold or withheld item: {k}")
+            k = f"{r['server']} {client}"
+            for what in ("notices", "diffs"):
+                n, m = len(c[what]), int(counts.get(k, {}).get(what, 0))
+                if n > m:
+                    new.append(f"{k}: {n} {what} (known: {m})")
+                elif n < m:
+                    fixed.append(f"{k}: {n} {what}, known.json says {m} (lower it)")
+    fixed = sorted(want - seen) + fixed
+    return new, fixed
+
+
+def as_known(results: list[dict]) -> dict:
+    """This run's failures in the form of known.json; `why` starts as the record's
+    reasons and is meant to be replaced by the cause and the issue that owns it."""
+    held, withheld, counts = [], [], []
+    for r in results:
+        for client, c in r["clients"].items():
+            for h in c["held"]:
+                held.append({"key": held_key(r["server"], client, h), "why": "; ".join((h["reasons"] or [])[:2])})
+            for w in c["withheld"]:
+                withheld.append({"key": f"{r['server']} {client} {w}", "why": ""})
+            if c["notices"] or c["diffs"]:
+                counts.append({"key": f"{r['server']} {client}", "notices": len(c["notices"]),
+                               "diffs": len(c["diffs"]), "why": "; ".join((c["diffs"] + c["notices"])[:2])[:300]})
+    return {"held": held, "withheld": withheld, "counts": counts}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--portcullis", type=Path, default=ROOT / "target/debug/portcullis")
@@ -532,6 +585,11 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--work", type=Path)
     ap.add_argument("--list", action="store_true", help="print the servers and exit")
+    ap.add_argument("--known", type=Path, default=HERE / "known.json",
+                    help="known failures (default tests/real_servers/known.json)")
+    ap.add_argument("--no-known", action="store_true", help="check against zero, not the known failures")
+    ap.add_argument("--write-known", type=Path,
+                    help="write this run's failures as a known-failures file (then say why, per entry)")
     ns = ap.parse_args()
     chosen = [s for s in S.SERVERS if not ns.only or s.name in ns.only.split(",")]
     if ns.list:
@@ -587,10 +645,22 @@ def main() -> int:
     if ns.json:
         ns.json.parent.mkdir(parents=True, exist_ok=True)
         ns.json.write_text(json.dumps({"seconds": round(elapsed, 1), "results": results}, indent=1, ensure_ascii=False))
-    bad = any(
-        c["held"] or c["withheld"] or c["notices"] or c["diffs"] for r in results for c in r["clients"].values()
-    )
-    return 1 if bad else 0
+    if ns.write_known:
+        ns.write_known.write_text(json.dumps(as_known(results), indent=1, ensure_ascii=False) + "\n")
+    known = {} if ns.no_known or not ns.known.is_file() else json.loads(ns.known.read_text())
+    if ns.only:
+        # A subset: known entries of other servers are not expected to happen.
+        names = set(ns.only.split(","))
+        for k in ("held", "withheld", "counts"):
+            known[k] = [e for e in known.get(k, []) if e["key"].split(" ")[0] in names]
+    new, fixed = against_known(results, known)
+    for f in fixed:
+        print(f"real servers: known failure no longer happens: {f}")
+    for n in new:
+        print(f"real servers: FAIL {n}")
+    listed = len(known.get("held", [])) + len(known.get("withheld", []))
+    print(f"real servers: {len(new)} new failure(s); {listed} known item(s) in {ns.known.name}")
+    return 1 if new else 0
 
 
 if __name__ == "__main__":
