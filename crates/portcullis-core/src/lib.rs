@@ -9,6 +9,7 @@ mod channel;
 mod config;
 mod error;
 mod item;
+pub mod json;
 mod record;
 mod review;
 mod rng;
@@ -20,6 +21,7 @@ pub use config::{
 };
 pub use error::CoreError;
 pub use item::Item;
+pub use json::{canonical_json, canonical_value, sorted_entries};
 pub use record::{
     sha256_hex, Action, ChunkEvidence, DecisionRecord, Evidence, Finding, NeighbourEvidence,
     Severity, Span, StageOutput, Status, RECORD_SCHEMA,

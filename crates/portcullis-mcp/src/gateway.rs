@@ -533,7 +533,14 @@ impl Gateway {
         let channel = list_channel(kind);
         // The definition as the server sent it: what is pinned and compared.
         let raw = entry.clone();
-        let key = sha256_hex(format!("{server}\n{channel:?}\n{entry}").as_bytes());
+        // By content, not by the order the server wrote its keys in.
+        let key = sha256_hex(
+            format!(
+                "{server}\n{channel:?}\n{}",
+                portcullis_core::canonical_json(&entry)
+            )
+            .as_bytes(),
+        );
         let cached = self.tables().decided.get(&key).cloned();
         let (decided, detector_record) = match cached {
             Some(d) => (d, None),
@@ -1391,7 +1398,7 @@ fn entry_ident(kind: ListKind, templates: bool, v: &Value) -> String {
 /// is replaced by one per upstream request; protocol keys are per connection).
 fn passthrough_meta(meta: &RequestMetaObject) -> Option<RequestMetaObject> {
     let mut m = meta.clone();
-    m.0.remove("progressToken");
+    m.0.shift_remove("progressToken");
     m.0.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
     (!m.0.is_empty()).then_some(m)
 }
