@@ -1233,32 +1233,9 @@ async fn merged_info(
     structural: &Structural,
     upstreams: &[Arc<Upstream>],
 ) -> Result<InitializeResult, GatewayError> {
-    let mut caps = ServerCapabilities::default();
+    let caps = merged_capabilities(upstreams.iter().map(|u| &u.info.capabilities));
     let mut parts = Vec::new();
     for up in upstreams {
-        let c = &up.info.capabilities;
-        if c.tools.is_some() {
-            let mut t = rmcp::model::ToolsCapability::default();
-            t.list_changed = Some(true);
-            caps.tools = Some(t);
-        }
-        if c.prompts.is_some() {
-            let mut p = rmcp::model::PromptsCapability::default();
-            p.list_changed = Some(true);
-            caps.prompts = Some(p);
-        }
-        if let Some(r) = &c.resources {
-            let mut rc = caps.resources.clone().unwrap_or_default();
-            rc.list_changed = Some(true);
-            rc.subscribe = Some(rc.subscribe.unwrap_or(false) || r.subscribe.unwrap_or(false));
-            caps.resources = Some(rc);
-        }
-        if c.logging.is_some() {
-            caps.logging = c.logging.clone();
-        }
-        if c.completions.is_some() && upstreams.len() == 1 {
-            caps.completions = c.completions.clone();
-        }
         if let Some(text) = &up.info.instructions {
             let (mut kept, record) = inspector.instructions(up.name(), text).await?;
             if kept.is_some() {
@@ -1307,6 +1284,64 @@ async fn merged_info(
     };
     info.instructions = (!parts.is_empty()).then(|| parts.join("\n\n"));
     Ok(info)
+}
+
+/// The capabilities the gateway declares: each one as its upstreams declared it
+/// (for one upstream, exactly its own), or-ed across several. `listChanged` is
+/// passed as given: the gateway sends a list_changed notification only after an
+/// upstream sent one (it re-lists first), so it promises what its upstreams do.
+/// Left out: what the gateway does not relay (`experimental`, `extensions` such
+/// as SEP-2663 tasks), and `completions` when several servers are fronted
+/// (completion requests are routed only to a single upstream).
+fn merged_capabilities<'a>(
+    all: impl Iterator<Item = &'a ServerCapabilities>,
+) -> ServerCapabilities {
+    /// Two upstreams' flags: true if either is; absent only if both are.
+    fn or(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+        match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(false) || b.unwrap_or(false)),
+        }
+    }
+    let all: Vec<&ServerCapabilities> = all.collect();
+    let mut caps = ServerCapabilities::default();
+    for c in &all {
+        if let Some(t) = &c.tools {
+            caps.tools = Some(match caps.tools.take() {
+                None => t.clone(),
+                Some(mut m) => {
+                    m.list_changed = or(m.list_changed, t.list_changed);
+                    m
+                }
+            });
+        }
+        if let Some(p) = &c.prompts {
+            caps.prompts = Some(match caps.prompts.take() {
+                None => p.clone(),
+                Some(mut m) => {
+                    m.list_changed = or(m.list_changed, p.list_changed);
+                    m
+                }
+            });
+        }
+        if let Some(r) = &c.resources {
+            caps.resources = Some(match caps.resources.take() {
+                None => r.clone(),
+                Some(mut m) => {
+                    m.list_changed = or(m.list_changed, r.list_changed);
+                    m.subscribe = or(m.subscribe, r.subscribe);
+                    m
+                }
+            });
+        }
+        if caps.logging.is_none() {
+            caps.logging = c.logging.clone();
+        }
+        if all.len() == 1 {
+            caps.completions = c.completions.clone();
+        }
+    }
+    caps
 }
 
 /// The channel a list method's entries are inspected on.
@@ -1466,6 +1501,38 @@ fn service_error(server: &str, e: ServiceError) -> McpError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn caps(v: Value) -> ServerCapabilities {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn one_upstreams_capabilities_are_declared_as_it_declared_them() {
+        // listChanged false or absent stays so: the gateway announces a list
+        // change only after an upstream sent one.
+        for c in [
+            json!({"tools": {}, "prompts": {"listChanged": false}, "resources": {"subscribe": true}, "logging": {}, "completions": {}}),
+            json!({"tools": {"listChanged": true}, "resources": {"listChanged": false}}),
+            json!({}),
+        ] {
+            let one = caps(c.clone());
+            let merged = merged_capabilities([&one].into_iter());
+            assert_eq!(serde_json::to_value(&merged).unwrap(), c);
+        }
+    }
+
+    #[test]
+    fn several_upstreams_or_their_flags_and_drop_completions() {
+        let a = caps(json!({"tools": {}, "resources": {"listChanged": false}, "completions": {}}));
+        let b = caps(
+            json!({"tools": {"listChanged": true}, "resources": {"subscribe": true}, "prompts": {}}),
+        );
+        let merged = merged_capabilities([&a, &b].into_iter());
+        assert_eq!(
+            serde_json::to_value(&merged).unwrap(),
+            json!({"tools": {"listChanged": true}, "prompts": {}, "resources": {"listChanged": false, "subscribe": true}})
+        );
+    }
 
     #[test]
     fn uris_match_templates_by_their_literal_parts() {
