@@ -17,13 +17,13 @@ use crate::upstream::{options, Upstream, UpstreamError};
 use portcullis_core::{sha256_hex, Channel};
 use portcullis_detect::Detector;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, CompleteRequestParams,
-    CompleteResult, ContentBlock, CustomRequest, CustomResult, ErrorData as McpError,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, RequestMetaObject, ServerCapabilities, ServerResult,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientRequest,
+    CompleteRequestParams, CompleteResult, ContentBlock, CustomRequest, CustomResult,
+    ErrorData as McpError, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, RequestMetaObject, ServerCapabilities,
+    ServerResult, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceError};
 use rmcp::ServerHandler;
@@ -121,11 +121,25 @@ impl std::fmt::Debug for Gateway {
 }
 
 impl Gateway {
-    /// Open the audit log, start every upstream, inspect their instructions.
+    /// Open the audit log, start every upstream, inspect their instructions. The
+    /// upstreams are told the gateway samples, elicits and lists roots (see
+    /// [`Gateway::start_for`] for a gateway that serves one known client).
     pub async fn start(
         config: GatewayConfig,
         detector: Detector,
     ) -> Result<Arc<Gateway>, GatewayError> {
+        Gateway::start_for(config, detector, None).await
+    }
+
+    /// [`Gateway::start`], declaring to the upstreams what `client` declared to
+    /// the gateway (`None`: clients not known yet; see
+    /// [`crate::upstream::upstream_capabilities`]).
+    pub async fn start_for(
+        config: GatewayConfig,
+        detector: Detector,
+        client: Option<&ClientCapabilities>,
+    ) -> Result<Arc<Gateway>, GatewayError> {
+        let caps = crate::upstream::upstream_capabilities(client);
         let audit = Arc::new(AuditLog::open(
             config.audit.clone(),
             &detector.config().egress,
@@ -145,7 +159,13 @@ impl Gateway {
         let router = Arc::new(Router::new(inspector.clone(), relist_tx));
         let mut upstreams = Vec::new();
         for s in &config.servers {
-            let up = Upstream::connect(s.clone(), router.clone(), config.max_message_bytes).await?;
+            let up = Upstream::connect(
+                s.clone(),
+                router.clone(),
+                config.max_message_bytes,
+                caps.clone(),
+            )
+            .await?;
             tracing::info!(server = %s.name, "upstream connected");
             upstreams.push(Arc::new(up));
         }
