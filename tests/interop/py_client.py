@@ -22,6 +22,8 @@ Options:
     --timeout SECONDS           per-request read timeout (default 30)
     --progress                  ask for progress notifications on tool calls
     --sampling-reply TEXT       the fixed reply to sampling/createMessage
+    --no-sampling               do not declare sampling (no sampling callback)
+    --no-elicitation            do not declare elicitation (no elicitation callback)
 
 Sampling requests are answered with a fixed reply and logged; elicitation requests are
 declined and logged; every server notification is logged.
@@ -71,6 +73,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--timeout", type=float, default=30.0)
     p.add_argument("--progress", action="store_true")
     p.add_argument("--sampling-reply", default=DEFAULT_SAMPLING_REPLY)
+    p.add_argument("--no-sampling", action="store_true")
+    p.add_argument("--no-elicitation", action="store_true")
     ns = p.parse_args(argv)
     if ns.stdio and not command:
         p.error("--stdio needs a command after `--`")
@@ -184,8 +188,8 @@ async def run(ns: argparse.Namespace, command: list[str], raw: list[str]) -> tup
             server,
             mode=ns.mode,
             read_timeout_seconds=ns.timeout,
-            sampling_callback=on_sampling,
-            elicitation_callback=on_elicitation,
+            sampling_callback=None if ns.no_sampling else on_sampling,
+            elicitation_callback=None if ns.no_elicitation else on_elicitation,
             message_handler=on_message,
             cache=None,
         ) as client:

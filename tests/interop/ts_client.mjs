@@ -7,7 +7,8 @@
 //
 // Options: --call TOOL [--args JSON] (repeatable), --calls JSON (a list of
 // {"tool", "args"}), --read URI (repeatable), --prompt NAME [--prompt-args JSON]
-// (repeatable), --timeout SECONDS (default 30), --progress, --sampling-reply TEXT.
+// (repeatable), --timeout SECONDS (default 30), --progress, --sampling-reply TEXT,
+// --no-sampling, --no-elicitation (do not declare the capability).
 //
 // Prints ONE JSON object on stdout. Exit 0 when the session ran to the end (isError
 // results and JSON-RPC error answers to single requests are recorded, not failures); 1
@@ -38,7 +39,7 @@ function parseArgs(argv) {
   const sep = argv.indexOf("--");
   const command = sep >= 0 ? argv.slice(sep + 1) : [];
   const opts = argv.slice(0, sep >= 0 ? sep : argv.length);
-  const o = { stdio: false, http: null, calls: [], reads: [], prompts: [], timeout: 30, progress: false, samplingReply: DEFAULT_SAMPLING_REPLY };
+  const o = { stdio: false, http: null, calls: [], reads: [], prompts: [], timeout: 30, progress: false, samplingReply: DEFAULT_SAMPLING_REPLY, sampling: true, elicitation: true };
   const json = (flag, s) => {
     try {
       return JSON.parse(s);
@@ -77,6 +78,8 @@ function parseArgs(argv) {
       case "--timeout": o.timeout = Number(next()); break;
       case "--progress": o.progress = true; break;
       case "--sampling-reply": o.samplingReply = next(); break;
+      case "--no-sampling": o.sampling = false; break;
+      case "--no-elicitation": o.elicitation = false; break;
       case "--mode": next(); break; // accepted for CLI parity with py_client.py; this SDK always uses initialize
       case "-h": case "--help": process.stdout.write(readmeUsage()); process.exit(0);
       default: usage(`unknown option ${a}`);
@@ -88,7 +91,7 @@ function parseArgs(argv) {
 }
 
 function readmeUsage() {
-  return "usage: ts_client.mjs [--call TOOL [--args JSON]]... [--calls JSON] [--read URI]... [--prompt NAME [--prompt-args JSON]]... [--timeout S] [--progress] (--stdio -- CMD ARGS... | --http URL)\n";
+  return "usage: ts_client.mjs [--call TOOL [--args JSON]]... [--calls JSON] [--read URI]... [--prompt NAME [--prompt-args JSON]]... [--timeout S] [--progress] [--no-sampling] [--no-elicitation] (--stdio -- CMD ARGS... | --http URL)\n";
 }
 
 const errText = (e) => `${e?.name ?? "Error"}: ${e?.message ?? String(e)}`;
@@ -115,18 +118,22 @@ async function main() {
     entry.error_code = typeof e?.code === "number" ? e.code : null;
     if (entry.error_code === CONNECTION_CLOSED || e?.message === "Not connected") out.connection_lost = true;
   };
-  const client = new Client(
-    { name: "portcullis-ts-client", version: "1.0.0" },
-    { capabilities: { sampling: {}, elicitation: { form: {} } } },
-  );
-  client.setRequestHandler(types.CreateMessageRequestSchema, async (req) => {
-    out.sampling_requests.push(req.params);
-    return { role: "assistant", content: { type: "text", text: o.samplingReply }, model: "portcullis-fixed-reply", stopReason: "endTurn" };
-  });
-  client.setRequestHandler(types.ElicitRequestSchema, async (req) => {
-    out.elicitation_requests.push(req.params);
-    return { action: "decline" };
-  });
+  const capabilities = {};
+  if (o.sampling) capabilities.sampling = {};
+  if (o.elicitation) capabilities.elicitation = { form: {} };
+  const client = new Client({ name: "portcullis-ts-client", version: "1.0.0" }, { capabilities });
+  if (o.sampling) {
+    client.setRequestHandler(types.CreateMessageRequestSchema, async (req) => {
+      out.sampling_requests.push(req.params);
+      return { role: "assistant", content: { type: "text", text: o.samplingReply }, model: "portcullis-fixed-reply", stopReason: "endTurn" };
+    });
+  }
+  if (o.elicitation) {
+    client.setRequestHandler(types.ElicitRequestSchema, async (req) => {
+      out.elicitation_requests.push(req.params);
+      return { action: "decline" };
+    });
+  }
   client.fallbackNotificationHandler = async (n) => { out.notifications.push(n); };
   client.onerror = (e) => { out.errors.push(`transport: ${errText(e)}`); };
 

@@ -10,6 +10,7 @@ mod config;
 mod error;
 mod floors;
 mod item;
+pub mod json;
 mod record;
 mod review;
 mod rng;
@@ -22,6 +23,7 @@ pub use config::{
 pub use error::CoreError;
 pub use floors::{Floor, Floors, HIDDEN_INSTRUCTIONS};
 pub use item::Item;
+pub use json::{canonical_json, canonical_value, sorted_entries};
 pub use record::{
     sha256_hex, Action, ChunkEvidence, DecisionRecord, Evidence, Finding, NeighbourEvidence,
     Severity, Span, StageOutput, Status, RECORD_SCHEMA,

@@ -181,7 +181,9 @@ impl Walker<'_> {
                 }
             }
             Value::Object(m) => {
-                for (k, x) in m {
+                // In key order, whatever order the server wrote: items, caps
+                // and findings do not depend on it.
+                for (k, x) in portcullis_core::sorted_entries(m) {
                     if self.skip.contains(&k.as_str()) {
                         continue;
                     }
@@ -272,7 +274,7 @@ pub fn tool_items(tool: &Value, server: Option<&str>) -> Result<Extracted, crate
     }
     // Anything else (vendor fields, `_meta`, future spec fields) is walked too:
     // a new field is inspected generically rather than passed through unseen.
-    for (k, v) in obj {
+    for (k, v) in portcullis_core::sorted_entries(obj) {
         if TOOL_KEYS.contains(&k.as_str()) && k != "_meta" {
             continue;
         }

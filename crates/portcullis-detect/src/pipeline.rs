@@ -162,8 +162,9 @@ impl Detector {
     ) -> Result<Inspection, DetectError> {
         let started = Instant::now();
         let extracted = extract::tool_items(tool, server)?;
-        // serde_json's map is ordered by key, so this serialization is canonical.
-        let canonical = tool.to_string();
+        // Keys sorted whatever order the server wrote them in (serde_json keeps
+        // that order): the record's hash does not depend on it.
+        let canonical = portcullis_core::canonical_json(tool);
         let header = Header {
             channel: Channel::ToolDefinition,
             server: server.map(str::to_string),

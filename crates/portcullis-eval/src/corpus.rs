@@ -68,7 +68,13 @@ pub struct Record {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Written with sorted keys (the built corpus's hash is pinned by the
+    /// committed models and presets), whatever order the source file had.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "portcullis_core::json::serialize_canonical"
+    )]
     pub tool: Option<Value>,
     pub label: Label,
     pub channel: Channel,

@@ -235,7 +235,7 @@ impl EvalItem {
     pub fn dedup_key(&self) -> String {
         match (&self.text, &self.tool) {
             (Some(t), _) => normalize_text(t),
-            (None, Some(v)) => normalize_text(&v.to_string()),
+            (None, Some(v)) => normalize_text(&portcullis_core::canonical_json(v)),
             (None, None) => String::new(),
         }
     }

@@ -513,7 +513,7 @@ fn listing(detector: &Detector, server: &str, def: &Def<'_>, meta: RecordMeta) -
             Some(server),
             Some(&def.name),
             &ex,
-            &def.value.to_string(),
+            &portcullis_core::canonical_json(def.value),
             meta,
         )
         .record

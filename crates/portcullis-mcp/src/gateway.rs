@@ -17,13 +17,13 @@ use crate::upstream::{options, Upstream, UpstreamError};
 use portcullis_core::{sha256_hex, Channel};
 use portcullis_detect::Detector;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, CompleteRequestParams,
-    CompleteResult, ContentBlock, CustomRequest, CustomResult, ErrorData as McpError,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, RequestMetaObject, ServerCapabilities, ServerResult,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientRequest,
+    CompleteRequestParams, CompleteResult, ContentBlock, CustomRequest, CustomResult,
+    ErrorData as McpError, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, RequestMetaObject, ServerCapabilities,
+    ServerResult, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceError};
 use rmcp::ServerHandler;
@@ -121,11 +121,25 @@ impl std::fmt::Debug for Gateway {
 }
 
 impl Gateway {
-    /// Open the audit log, start every upstream, inspect their instructions.
+    /// Open the audit log, start every upstream, inspect their instructions. The
+    /// upstreams are told the gateway samples, elicits and lists roots (see
+    /// [`Gateway::start_for`] for a gateway that serves one known client).
     pub async fn start(
         config: GatewayConfig,
         detector: Detector,
     ) -> Result<Arc<Gateway>, GatewayError> {
+        Gateway::start_for(config, detector, None).await
+    }
+
+    /// [`Gateway::start`], declaring to the upstreams what `client` declared to
+    /// the gateway (`None`: clients not known yet; see
+    /// [`crate::upstream::upstream_capabilities`]).
+    pub async fn start_for(
+        config: GatewayConfig,
+        detector: Detector,
+        client: Option<&ClientCapabilities>,
+    ) -> Result<Arc<Gateway>, GatewayError> {
+        let caps = crate::upstream::upstream_capabilities(client);
         let audit = Arc::new(AuditLog::open(
             config.audit.clone(),
             &detector.config().egress,
@@ -145,7 +159,13 @@ impl Gateway {
         let router = Arc::new(Router::new(inspector.clone(), relist_tx));
         let mut upstreams = Vec::new();
         for s in &config.servers {
-            let up = Upstream::connect(s.clone(), router.clone(), config.max_message_bytes).await?;
+            let up = Upstream::connect(
+                s.clone(),
+                router.clone(),
+                config.max_message_bytes,
+                caps.clone(),
+            )
+            .await?;
             tracing::info!(server = %s.name, "upstream connected");
             upstreams.push(Arc::new(up));
         }
@@ -535,7 +555,14 @@ impl Gateway {
         let channel = list_channel(kind);
         // The definition as the server sent it: what is pinned and compared.
         let raw = entry.clone();
-        let key = sha256_hex(format!("{server}\n{channel:?}\n{entry}").as_bytes());
+        // By content, not by the order the server wrote its keys in.
+        let key = sha256_hex(
+            format!(
+                "{server}\n{channel:?}\n{}",
+                portcullis_core::canonical_json(&entry)
+            )
+            .as_bytes(),
+        );
         let cached = self.tables().decided.get(&key).cloned();
         let (decided, detector_record) = match cached {
             Some(d) => (d, None),
@@ -1229,32 +1256,9 @@ async fn merged_info(
     structural: &Structural,
     upstreams: &[Arc<Upstream>],
 ) -> Result<InitializeResult, GatewayError> {
-    let mut caps = ServerCapabilities::default();
+    let caps = merged_capabilities(upstreams.iter().map(|u| &u.info.capabilities));
     let mut parts = Vec::new();
     for up in upstreams {
-        let c = &up.info.capabilities;
-        if c.tools.is_some() {
-            let mut t = rmcp::model::ToolsCapability::default();
-            t.list_changed = Some(true);
-            caps.tools = Some(t);
-        }
-        if c.prompts.is_some() {
-            let mut p = rmcp::model::PromptsCapability::default();
-            p.list_changed = Some(true);
-            caps.prompts = Some(p);
-        }
-        if let Some(r) = &c.resources {
-            let mut rc = caps.resources.clone().unwrap_or_default();
-            rc.list_changed = Some(true);
-            rc.subscribe = Some(rc.subscribe.unwrap_or(false) || r.subscribe.unwrap_or(false));
-            caps.resources = Some(rc);
-        }
-        if c.logging.is_some() {
-            caps.logging = c.logging.clone();
-        }
-        if c.completions.is_some() && upstreams.len() == 1 {
-            caps.completions = c.completions.clone();
-        }
         if let Some(text) = &up.info.instructions {
             let (mut kept, record) = inspector.instructions(up.name(), text).await?;
             if kept.is_some() {
@@ -1304,6 +1308,64 @@ async fn merged_info(
     };
     info.instructions = (!parts.is_empty()).then(|| parts.join("\n\n"));
     Ok(info)
+}
+
+/// The capabilities the gateway declares: each one as its upstreams declared it
+/// (for one upstream, exactly its own), or-ed across several. `listChanged` is
+/// passed as given: the gateway sends a list_changed notification only after an
+/// upstream sent one (it re-lists first), so it promises what its upstreams do.
+/// Left out: what the gateway does not relay (`experimental`, `extensions` such
+/// as SEP-2663 tasks), and `completions` when several servers are fronted
+/// (completion requests are routed only to a single upstream).
+fn merged_capabilities<'a>(
+    all: impl Iterator<Item = &'a ServerCapabilities>,
+) -> ServerCapabilities {
+    /// Two upstreams' flags: true if either is; absent only if both are.
+    fn or(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+        match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(false) || b.unwrap_or(false)),
+        }
+    }
+    let all: Vec<&ServerCapabilities> = all.collect();
+    let mut caps = ServerCapabilities::default();
+    for c in &all {
+        if let Some(t) = &c.tools {
+            caps.tools = Some(match caps.tools.take() {
+                None => t.clone(),
+                Some(mut m) => {
+                    m.list_changed = or(m.list_changed, t.list_changed);
+                    m
+                }
+            });
+        }
+        if let Some(p) = &c.prompts {
+            caps.prompts = Some(match caps.prompts.take() {
+                None => p.clone(),
+                Some(mut m) => {
+                    m.list_changed = or(m.list_changed, p.list_changed);
+                    m
+                }
+            });
+        }
+        if let Some(r) = &c.resources {
+            caps.resources = Some(match caps.resources.take() {
+                None => r.clone(),
+                Some(mut m) => {
+                    m.list_changed = or(m.list_changed, r.list_changed);
+                    m.subscribe = or(m.subscribe, r.subscribe);
+                    m
+                }
+            });
+        }
+        if caps.logging.is_none() {
+            caps.logging = c.logging.clone();
+        }
+        if all.len() == 1 {
+            caps.completions = c.completions.clone();
+        }
+    }
+    caps
 }
 
 /// The channel a list method's entries are inspected on.
@@ -1395,7 +1457,7 @@ fn entry_ident(kind: ListKind, templates: bool, v: &Value) -> String {
 /// is replaced by one per upstream request; protocol keys are per connection).
 fn passthrough_meta(meta: &RequestMetaObject) -> Option<RequestMetaObject> {
     let mut m = meta.clone();
-    m.0.remove("progressToken");
+    m.0.shift_remove("progressToken");
     m.0.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
     (!m.0.is_empty()).then_some(m)
 }
@@ -1466,6 +1528,38 @@ fn service_error(server: &str, e: ServiceError) -> McpError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn caps(v: Value) -> ServerCapabilities {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn one_upstreams_capabilities_are_declared_as_it_declared_them() {
+        // listChanged false or absent stays so: the gateway announces a list
+        // change only after an upstream sent one.
+        for c in [
+            json!({"tools": {}, "prompts": {"listChanged": false}, "resources": {"subscribe": true}, "logging": {}, "completions": {}}),
+            json!({"tools": {"listChanged": true}, "resources": {"listChanged": false}}),
+            json!({}),
+        ] {
+            let one = caps(c.clone());
+            let merged = merged_capabilities([&one].into_iter());
+            assert_eq!(serde_json::to_value(&merged).unwrap(), c);
+        }
+    }
+
+    #[test]
+    fn several_upstreams_or_their_flags_and_drop_completions() {
+        let a = caps(json!({"tools": {}, "resources": {"listChanged": false}, "completions": {}}));
+        let b = caps(
+            json!({"tools": {"listChanged": true}, "resources": {"subscribe": true}, "prompts": {}}),
+        );
+        let merged = merged_capabilities([&a, &b].into_iter());
+        assert_eq!(
+            serde_json::to_value(&merged).unwrap(),
+            json!({"tools": {"listChanged": true}, "prompts": {}, "resources": {"listChanged": false, "subscribe": true}})
+        );
+    }
 
     #[test]
     fn uris_match_templates_by_their_literal_parts() {

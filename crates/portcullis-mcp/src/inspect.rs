@@ -272,7 +272,7 @@ impl Inspector {
     ) -> Result<Outcome, InspectError> {
         let extracted =
             extract::value_items(channel, value, Some(server), tool, false, BINARY_KEYS);
-        let whole = value.to_string();
+        let whole = portcullis_core::canonical_json(value);
         let (s, t) = (server.to_string(), tool.map(str::to_string));
         let ex = Arc::new(extracted);
         let ex2 = ex.clone();
@@ -414,7 +414,7 @@ impl Inspector {
                     Some(&server),
                     name.as_deref(),
                     &ex,
-                    &v.to_string(),
+                    &portcullis_core::canonical_json(v),
                     meta,
                 ))
             }

@@ -80,7 +80,7 @@ fn is_operand(t: &str, min_len: usize) -> bool {
 pub fn definition_tokens(def: &Value, min_len: usize) -> Vec<String> {
     let mut strings = Vec::new();
     if let Some(o) = def.as_object() {
-        for (k, v) in o {
+        for (k, v) in portcullis_core::sorted_entries(o) {
             if k != "name" {
                 texts(v, &mut strings);
             }
@@ -101,7 +101,7 @@ fn texts<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
         Value::String(s) => out.push(s),
         Value::Array(a) => a.iter().for_each(|x| texts(x, out)),
         Value::Object(m) => {
-            for (k, x) in m {
+            for (k, x) in portcullis_core::sorted_entries(m) {
                 if !MACHINERY.contains(&k.as_str()) {
                     out.push(k);
                     texts(x, out);

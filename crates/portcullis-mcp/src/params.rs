@@ -194,7 +194,7 @@ fn visit(
     }
     let Some(obj) = node.as_object() else { return };
     if let Some(Value::Object(props)) = obj.get("properties") {
-        for (k, sub) in props {
+        for (k, sub) in portcullis_core::sorted_entries(props) {
             let p = format!("{path}.properties{}", key_segment(k));
             let a = args.clone().map(|mut a| {
                 a.push(k.clone());
@@ -252,7 +252,7 @@ fn visit(
     }
     for key in ["$defs", "definitions"] {
         if let Some(Value::Object(defs)) = obj.get(key) {
-            for (k, d) in defs {
+            for (k, d) in portcullis_core::sorted_entries(defs) {
                 visit(
                     d,
                     format!("{path}{}{}", key_segment(key), key_segment(k)),
@@ -298,7 +298,7 @@ pub fn strip(tool: &mut Value, flagged: &[OverPrivileged]) -> Vec<String> {
         let gone = obj
             .get_mut("properties")
             .and_then(Value::as_object_mut)
-            .and_then(|p| p.remove(&key))
+            .and_then(|p| p.shift_remove(&key))
             .is_some();
         if let Some(Value::Array(req)) = obj.get_mut("required") {
             req.retain(|r| r.as_str() != Some(key.as_str()));

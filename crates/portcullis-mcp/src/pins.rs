@@ -6,42 +6,12 @@
 use portcullis_core::sha256_hex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-/// The canonical JSON text of a value: keys sorted at every depth, no whitespace.
+/// The canonical JSON text of a value: keys sorted at every depth, no whitespace
+/// (the one shared form, [`portcullis_core::canonical_json`]).
 pub fn canonical(v: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(v, &mut out);
-    out
-}
-
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(m) => {
-            let sorted: BTreeMap<&String, &Value> = m.iter().collect();
-            out.push('{');
-            for (i, (k, v)) in sorted.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                write_canonical(v, out);
-            }
-            out.push('}');
-        }
-        Value::Array(a) => {
-            out.push('[');
-            for (i, v) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(v, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
+    portcullis_core::canonical_json(v)
 }
 
 /// SHA-256 of the canonical JSON of a whole definition.
@@ -154,6 +124,30 @@ mod tests {
         assert_eq!(hash(&a), hash(&b));
         let c = json!({"name": "t", "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}, "b": {}}}, "x": [2, 1]});
         assert_ne!(hash(&a), hash(&c));
+    }
+
+    #[test]
+    fn the_hash_is_the_one_pins_were_stored_with() {
+        // serde_json keeps key order (preserve_order), and the map of a parsed
+        // definition iterates in the server's order; the hash must still be the
+        // SHA-256 of the sorted compact JSON, as when serde_json's maps were
+        // sorted, or every pin in an existing store would read as changed.
+        // The literal is sha256 of
+        // {"inputSchema":{"properties":{"a":{"type":"string"},"b":{}},"type":"object"},"name":"t","x":[1,2]}
+        let v: Value = serde_json::from_str(
+            r#"{"x": [1, 2], "name": "t", "inputSchema": {"type": "object", "properties": {"b": {}, "a": {"type": "string"}}}}"#,
+        )
+        .unwrap();
+        let keys: Vec<&String> = v["inputSchema"]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(keys, ["b", "a"], "the map keeps the server's order");
+        assert_eq!(
+            hash(&v),
+            "763d7db7a479d65255fe5923db6672e0abe46885ada2a8ef22db2172de10cc9c"
+        );
     }
 
     #[test]

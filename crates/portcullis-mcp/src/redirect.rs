@@ -204,7 +204,7 @@ fn walk(v: &Value, path: String, out: &mut Vec<(String, String)>) {
             }
         }
         Value::Object(m) => {
-            for (k, x) in m {
+            for (k, x) in portcullis_core::sorted_entries(m) {
                 walk(x, format!("{path}{}", crate::pins::key_segment(k)), out);
             }
         }

@@ -8,8 +8,14 @@ use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use rmcp::model::{
+    ClientCapabilities, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, ServerJsonRpcMessage,
+    ServerResult,
+};
+use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService, Transport};
 use rmcp::ServiceExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,6 +34,8 @@ pub enum ServeError {
     Http(std::io::Error),
     #[error("bearer token: environment variable {0} is not set or empty")]
     Token(String),
+    #[error("{0}")]
+    Start(String),
 }
 
 /// Serve one client over stdin/stdout until it disconnects.
@@ -42,6 +50,120 @@ pub async fn serve_stdio(gw: Arc<Gateway>) -> Result<(), ServeError> {
     let _ = running.waiting().await;
     gw.router().unregister(id);
     Ok(())
+}
+
+/// Serve the one client of this process's stdio, starting the gateway only once
+/// the client's `initialize` has been read: `start` gets the capabilities it
+/// declared, so the upstreams are told exactly what this client can do
+/// (`Gateway::start_for`). Ends without starting anything when stdin closes
+/// before a first message.
+pub async fn serve_stdio_first<F, Fut, E>(start: F) -> Result<(), ServeError>
+where
+    F: FnOnce(Option<ClientCapabilities>) -> Fut,
+    Fut: std::future::Future<Output = Result<Arc<Gateway>, E>>,
+    E: std::fmt::Display,
+{
+    match stdio_pipes() {
+        Some((rx, tx)) => primed(AsyncRwTransport::new_server(rx, tx), start).await,
+        None => {
+            let (rx, tx) = rmcp::transport::stdio();
+            primed(AsyncRwTransport::new_server(rx, tx), start).await
+        }
+    }
+}
+
+async fn primed<T, F, Fut, E>(mut transport: T, start: F) -> Result<(), ServeError>
+where
+    T: Transport<RoleServer> + 'static,
+    F: FnOnce(Option<ClientCapabilities>) -> Fut,
+    Fut: std::future::Future<Output = Result<Arc<Gateway>, E>>,
+    E: std::fmt::Display,
+{
+    // Until the client's initialize: a ping is answered, and server/discover (the
+    // 2026-07-28 bootstrap probe, which the gateway does not speak) is refused as
+    // a server of revision 2025-11-25 refuses it, so the client falls back to
+    // initialize. Anything else starts the gateway with the default
+    // capabilities and goes to rmcp, which answers it as the protocol says.
+    let (first, caps) = loop {
+        let Some(msg) = transport.receive().await else {
+            tracing::info!("stdin closed before the client's initialize");
+            return Ok(());
+        };
+        let JsonRpcMessage::Request(r) = &msg else {
+            break (msg, None);
+        };
+        let answer = match &r.request {
+            ClientRequest::InitializeRequest(i) => {
+                let caps = i.params.capabilities.clone();
+                break (msg, Some(caps));
+            }
+            ClientRequest::PingRequest(_) => {
+                ServerJsonRpcMessage::response(ServerResult::empty(()), r.id.clone())
+            }
+            ClientRequest::DiscoverRequest(_) => ServerJsonRpcMessage::error(
+                ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    "portcullis: server/discover is not served; initialize (protocol up to 2025-11-25)",
+                    None,
+                ),
+                Some(r.id.clone()),
+            ),
+            _ => break (msg, None),
+        };
+        transport
+            .send(answer)
+            .await
+            .map_err(|e| ServeError::Stdio(e.to_string()))?;
+    };
+    if caps.is_none() {
+        tracing::warn!(
+            "the client did not start with initialize; upstreams get the default capabilities"
+        );
+    }
+    let gw = start(caps)
+        .await
+        .map_err(|e| ServeError::Start(format!("{e:#}")))?;
+    let session = gw.session();
+    let id = session.id();
+    let running = session
+        .serve(Primed {
+            first: Some(first),
+            inner: transport,
+        })
+        .await
+        .map_err(|e| ServeError::Stdio(e.to_string()))?;
+    let _ = running.waiting().await;
+    gw.router().unregister(id);
+    Ok(())
+}
+
+/// A transport whose first received message was read ahead (the client's
+/// `initialize`, read before the gateway existed) and is handed out first.
+struct Primed<T> {
+    first: Option<RxJsonRpcMessage<RoleServer>>,
+    inner: T,
+}
+
+impl<T: Transport<RoleServer>> Transport<RoleServer> for Primed<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        match self.first.take() {
+            Some(m) => Some(m),
+            None => self.inner.receive().await,
+        }
+    }
+
+    fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
 }
 
 /// Stdin and stdout as non-blocking pipes on the reactor, when both are pipes (as

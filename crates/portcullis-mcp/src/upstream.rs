@@ -57,6 +57,36 @@ pub enum UpstreamError {
 pub struct UpstreamHandler {
     server: String,
     router: Arc<Router>,
+    caps: ClientCapabilities,
+}
+
+/// What the gateway declares to its upstreams as their client.
+///
+/// `Some(client)`: the one client the gateway serves (stdio), whose `initialize`
+/// was read before the upstreams were started: its sampling, elicitation and
+/// roots exactly as it declared them, so a server offers what that client can do
+/// (server-everything registers its sampling tools only for a client that
+/// samples). `experimental` and `extensions` (SEP-2663 tasks among them) are not
+/// declared: the gateway does not relay what they would enable.
+///
+/// `None`: the clients are not known when the upstreams start (Streamable HTTP,
+/// any number of them): sampling, elicitation and roots are declared, and a
+/// request reaching a session whose client lacks the capability is refused.
+pub fn upstream_capabilities(client: Option<&ClientCapabilities>) -> ClientCapabilities {
+    let mut caps = ClientCapabilities::default();
+    match client {
+        Some(c) => {
+            caps.sampling = c.sampling.clone();
+            caps.elicitation = c.elicitation.clone();
+            caps.roots = c.roots.clone();
+        }
+        None => {
+            caps.sampling = Some(Default::default());
+            caps.elicitation = Some(Default::default());
+            caps.roots = Some(Default::default());
+        }
+    }
+    caps
 }
 
 impl Service<RoleClient> for UpstreamHandler {
@@ -90,12 +120,8 @@ impl Service<RoleClient> for UpstreamHandler {
         // The gateway relays sampling, elicitation and roots to the client that
         // caused them; a client without the capability gets the upstream's
         // request refused, never answered by the gateway itself.
-        let mut caps = ClientCapabilities::default();
-        caps.sampling = Some(Default::default());
-        caps.elicitation = Some(Default::default());
-        caps.roots = Some(Default::default());
         let mut c = ClientConfig::new(
-            caps,
+            self.caps.clone(),
             Implementation::new("portcullis-gateway", env!("CARGO_PKG_VERSION")),
         );
         c.protocol_version = crate::MAX_PROTOCOL;
@@ -114,6 +140,8 @@ pub struct Upstream {
     conn: Mutex<Option<Conn>>,
     restarts: AtomicU32,
     max_line: usize,
+    /// What the gateway declares to this server (kept for restarts).
+    caps: ClientCapabilities,
     /// What the server said at its first `initialize`.
     pub info: ServerPeerInfo,
 }
@@ -132,11 +160,12 @@ impl Upstream {
         config: ServerConfig,
         router: Arc<Router>,
         max_message_bytes: usize,
+        caps: ClientCapabilities,
     ) -> Result<Upstream, UpstreamError> {
         // Lines longer than the transport limit are dropped by rmcp; the gateway's
         // own, smaller limit turns a large result into a clear error instead.
         let max_line = max_message_bytes.saturating_mul(4).max(16 * 1024 * 1024);
-        let service = open(&config, &router, max_line).await?;
+        let service = open(&config, &router, max_line, &caps).await?;
         let info = service
             .peer()
             .peer_info()
@@ -151,6 +180,7 @@ impl Upstream {
             conn: Mutex::new(Some(Conn { service })),
             restarts: AtomicU32::new(0),
             max_line,
+            caps,
             info,
         })
     }
@@ -180,7 +210,7 @@ impl Upstream {
         if let Some(old) = conn.take() {
             let _ = old.service.cancel().await;
         }
-        let service = open(&self.config, &self.router, self.max_line).await?;
+        let service = open(&self.config, &self.router, self.max_line, &self.caps).await?;
         let peer = service.peer().clone();
         *conn = Some(Conn { service });
         Ok(peer)
@@ -215,10 +245,12 @@ async fn open(
     config: &ServerConfig,
     router: &Arc<Router>,
     max_line: usize,
+    caps: &ClientCapabilities,
 ) -> Result<RunningService<RoleClient, UpstreamHandler>, UpstreamError> {
     let handler = UpstreamHandler {
         server: config.name.clone(),
         router: router.clone(),
+        caps: caps.clone(),
     };
     let init = |e: &dyn std::fmt::Display| UpstreamError::Initialize {
         server: config.name.clone(),

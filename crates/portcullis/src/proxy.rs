@@ -141,6 +141,11 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     let outcome = rt.block_on(async move {
+        let ct = CancellationToken::new();
+        stop_on_signal(ct.clone());
+        if cfg.stdio && cfg.listen.is_none() {
+            return stdio_only(cfg, detector, ct).await;
+        }
         let gw = Gateway::start(cfg.clone(), detector)
             .await
             .context("starting the gateway")?;
@@ -149,7 +154,6 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
             servers = %cfg.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(","),
             "gateway ready"
         );
-        let ct = CancellationToken::new();
         let mut tasks = tokio::task::JoinSet::new();
         if let Some(listen) = &cfg.listen {
             let http = serve::bind_http(gw.clone(), &cfg, listen, ct.child_token())
@@ -177,34 +181,6 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
                 r
             });
         }
-        // Ctrl-C and SIGTERM (how clients stop their servers) end the gateway
-        // cleanly: upstreams closed, queued state written.
-        let stop = ct.clone();
-        tokio::spawn(async move {
-            // A signal that cannot be watched is no reason to stop.
-            let ctrl_c = async {
-                if tokio::signal::ctrl_c().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            };
-            #[cfg(unix)]
-            let term = async {
-                use tokio::signal::unix::{signal, SignalKind};
-                match signal(SignalKind::terminate()) {
-                    Ok(mut term) => {
-                        term.recv().await;
-                    }
-                    Err(_) => std::future::pending::<()>().await,
-                }
-            };
-            #[cfg(not(unix))]
-            let term = std::future::pending::<()>();
-            tokio::select! {
-                _ = ctrl_c => {}
-                _ = term => {}
-            }
-            stop.cancel();
-        });
         let mut result = Ok(());
         while let Some(done) = tasks.join_next().await {
             match done {
@@ -226,4 +202,72 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
     // do not wait for it once the gateway has shut down.
     rt.shutdown_timeout(std::time::Duration::from_secs(2));
     outcome
+}
+
+/// Ctrl-C and SIGTERM (how clients stop their servers) end the gateway cleanly:
+/// upstreams closed, queued state written.
+fn stop_on_signal(stop: CancellationToken) {
+    tokio::spawn(async move {
+        // A signal that cannot be watched is no reason to stop.
+        let ctrl_c = async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        #[cfg(unix)]
+        let term = async {
+            use tokio::signal::unix::{signal, SignalKind};
+            match signal(SignalKind::terminate()) {
+                Ok(mut term) => {
+                    term.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let term = std::future::pending::<()>();
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term => {}
+        }
+        stop.cancel();
+    });
+}
+
+/// One client over stdio and nothing else: the gateway starts once the client's
+/// `initialize` has been read, so the upstreams are told exactly the
+/// capabilities this client declared (a server then offers no sampling tool to
+/// a client that cannot sample). A failure to start is reported to stderr and
+/// in the exit status, as before; the client sees its connection close.
+async fn stdio_only(
+    cfg: GatewayConfig,
+    detector: Detector,
+    ct: CancellationToken,
+) -> Result<ExitCode> {
+    let started: std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<Gateway>>>> =
+        Default::default();
+    let slot = started.clone();
+    let serve = serve::serve_stdio_first(move |client| async move {
+        let gw = Gateway::start_for(cfg.clone(), detector, client.as_ref())
+            .await
+            .context("starting the gateway")?;
+        tracing::info!(
+            audit = %cfg.audit.log.display(),
+            servers = %cfg.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(","),
+            "gateway ready"
+        );
+        if let Ok(mut s) = slot.lock() {
+            *s = Some(gw.clone());
+        }
+        Ok::<_, anyhow::Error>(gw)
+    });
+    let result = tokio::select! {
+        r = serve => r.map_err(anyhow::Error::from),
+        _ = ct.cancelled() => Ok(()),
+    };
+    let gw = started.lock().ok().and_then(|mut s| s.take());
+    if let Some(gw) = gw {
+        gw.shutdown().await;
+    }
+    result.map(|_| ExitCode::SUCCESS)
 }
