@@ -57,8 +57,27 @@ impl Stage for LexicalStage {
             .iter()
             .map(|v| v.text.as_str())
             .collect();
+        let score = self.model.probability(&views);
+        // The field is the evidence (the pipeline fills its path): which text of a
+        // structure decided, for records and notices. No excerpt: the text is in
+        // the message, and a notice must not echo it.
+        let evidence = portcullis_core::Evidence {
+            path: None,
+            chunks: 1,
+            deciding_chunk: portcullis_core::ChunkEvidence {
+                index: 0,
+                span: portcullis_core::Span {
+                    start: 0,
+                    end: input.item.text.len(),
+                },
+                score,
+                excerpt: String::new(),
+            },
+            neighbours: Vec::new(),
+        };
         StageResult {
-            score: Some(self.model.probability(&views)),
+            score: Some(score),
+            evidence: Some(evidence),
             ..StageResult::default()
         }
     }
