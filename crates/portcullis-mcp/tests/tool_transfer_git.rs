@@ -67,7 +67,7 @@ fn result(text: &str) -> Value {
 /// would see, taken at each state of the repository.
 fn real_outputs(dir: &Path) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
-    let mut snap = |out: &mut Vec<(&'static str, String)>| {
+    let snap = |out: &mut Vec<(&'static str, String)>| {
         out.push((
             "git_status",
             format!("Repository status:\n{}", git(dir, &["status"])),
