@@ -20,10 +20,13 @@ pub enum Channel {
     Prompt,
     SamplingRequest,
     ToolArguments,
+    /// The client's answer to a server's request (sampling, elicitation), on its
+    /// way back to that server: egress, like tool-call arguments.
+    SamplingResponse,
 }
 
 impl Channel {
-    pub const ALL: [Channel; 11] = [
+    pub const ALL: [Channel; 12] = [
         Channel::UserPrompt,
         Channel::ServerInstructions,
         Channel::ToolName,
@@ -35,6 +38,7 @@ impl Channel {
         Channel::Prompt,
         Channel::SamplingRequest,
         Channel::ToolArguments,
+        Channel::SamplingResponse,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -50,6 +54,7 @@ impl Channel {
             Channel::Prompt => "prompt",
             Channel::SamplingRequest => "sampling_request",
             Channel::ToolArguments => "tool_arguments",
+            Channel::SamplingResponse => "sampling_response",
         }
     }
 
@@ -57,7 +62,17 @@ impl Channel {
     /// egress guard (secrets, canaries, PII) runs on these and only these, so it
     /// never sees an echo of the input (CASCADE audit, section 5.3).
     pub fn is_egress_guarded(self) -> bool {
-        matches!(self, Channel::ToolResult | Channel::ToolArguments)
+        matches!(
+            self,
+            Channel::ToolResult | Channel::ToolArguments | Channel::SamplingResponse
+        )
+    }
+
+    /// Channels whose text goes out to a server rather than toward the model:
+    /// only the egress guard reads them. Whether a text reads like an injection
+    /// (rules, learned stages) is a question about what the model is shown.
+    pub fn is_outbound_only(self) -> bool {
+        matches!(self, Channel::SamplingResponse)
     }
 
     /// A server's description of itself and its tools, read by the model before

@@ -179,7 +179,8 @@ impl Detector {
     /// Inspect the strings of one MCP message (a tool result's content blocks, a
     /// prompt's messages; see [`extract::value_items`]) as one decision on
     /// `channel`. `whole` is the canonical serialization of the message, hashed
-    /// into the record.
+    /// into the record; the record's `input_len` is the bytes inspected (the
+    /// items' text, binary payloads aside: [`extract::Extracted::text_bytes`]).
     pub fn inspect_items(
         &self,
         channel: Channel,
@@ -196,7 +197,8 @@ impl Detector {
             tool: tool.map(str::to_string),
             path: None,
             sha: sha256_hex(whole.as_bytes()),
-            len: whole.len(),
+            // What was inspected: the items' text, not binary payloads.
+            len: extracted.text_bytes(),
         };
         self.decide(
             &extracted.items,

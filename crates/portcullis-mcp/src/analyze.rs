@@ -505,7 +505,7 @@ fn listing(detector: &Detector, server: &str, def: &Def<'_>, meta: RecordMeta) -
         Some(server),
         Some(&def.name),
         false,
-        &["blob", "data"],
+        extract::Binary::Declared,
     );
     detector
         .inspect_items(

@@ -6,9 +6,9 @@
 //! carried out without its operand, and the operand is a value, not a phrase, so
 //! this control does not depend on the detector having a word for the text.
 //!
-//! The gateway notes the operands (value-like tokens, cut as taint labels are,
-//! that have a digit or a `.`, `@`, `:`, `=`, `+`: paths with an extension,
-//! links, addresses, numbers, keys) of every definition it forwards, per server
+//! The gateway notes the operands (values by the rule taint labels follow, see
+//! [`crate::taint::value_like`]: paths, links, addresses, numbers, keys; not MIME
+//! types, dates, versions) of every definition it forwards, per server
 //! and tool, replacing a server's set at each of its listings; a server's
 //! `initialize` instructions count for all its tools. A call's arguments are
 //! matched token by token, whole tokens only (so `run/a.pid` in one definition
@@ -64,14 +64,14 @@ pub struct DefinitionValues {
     by_value: HashMap<String, BTreeSet<(String, String)>>,
 }
 
-/// Whether a token of a definition is an operand: a value-like token (as taint
-/// cuts them) with a digit, a `.`, `@`, `:`, `=` or `+` in it, or 24 characters
-/// long. Letters joined by `-`, `_` or `/` (`line-based`, `file/directory`,
-/// `input_required`) are words and identifiers of the documentation, which a
-/// model may well write in prose of its own.
+/// Whether a token of a definition is an operand: a value, by the one rule
+/// taint labels follow too ([`value_like`]: a digit, a `.`, `@`, `:`, `=`, `+`, a
+/// rooted path, or 24 characters, and not a value every server writes). Letters
+/// joined by `-`, `_` or `/` (`line-based`, `file/directory`, `input_required`)
+/// are words and identifiers of the documentation, which a model may well write
+/// in prose of its own.
 fn is_operand(t: &str, min_len: usize) -> bool {
     value_like(t, min_len)
-        && (t.chars().any(|c| c.is_ascii_digit() || ".@:=+".contains(c)) || t.chars().count() >= 24)
 }
 
 /// The operands of one definition's strings and keys (property names

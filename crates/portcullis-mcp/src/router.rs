@@ -215,12 +215,14 @@ impl Router {
         };
         if inspect {
             // What the client (its model or user) answers goes to the server:
-            // the egress guard reads it like tool-call arguments.
+            // the egress guard reads it (secrets, canaries, PII), on a channel of
+            // its own. It is not text shown to the model, so the rules and
+            // learned stages that look for injections do not score it.
             let v = serde_json::to_value(&answer)
                 .map_err(|e| McpError::internal_error(e.to_string(), None))?;
             let out = self
                 .inspector
-                .message(Channel::ToolArguments, server, None, &mut v.clone())
+                .message(Channel::SamplingResponse, server, None, &mut v.clone())
                 .await
                 .map_err(|e| McpError::internal_error(e.to_string(), None))?;
             if out.record.status != portcullis_core::Status::Allow {

@@ -149,14 +149,180 @@ pub fn hint(v: &str) -> String {
     format!("{head}… ({} chars)", v.chars().count())
 }
 
-/// Whether a result token looks like a value worth tracking (ids, tokens, keys,
-/// numbers with letters) rather than a word of prose.
+/// Whether a token is a **value** (see docs/structural.md, "What is a value"):
+/// something specific to the data that carries it — an id, a key, a link, an
+/// address, a path, a number — rather than a word of prose or a value every
+/// server writes. The one rule for both taint labels (tokens of results) and the
+/// operands of definitions ([`crate::operands`]):
+///
+/// - at least `min_len` characters, and
+/// - a digit, or at least 24 characters, or `min_len` letters and digits with
+///   one of `.` `@` `:` `=` `+` or a root (`/…`, `~/…`: a path); letters joined
+///   only by `-`, `_` or `/` (`line-based`, `file/directory`,
+///   `input_required`) are words, and
+/// - not a [`common_value`]: a MIME type, a date or time, a version number, a
+///   decimal quantity, a character set.
 pub(crate) fn value_like(t: &str, min_len: usize) -> bool {
     let n = t.chars().count();
-    let digits = t.chars().any(|c| c.is_ascii_digit());
-    let marks = t.chars().any(|c| "-_/=+.@:".contains(c))
-        && t.chars().filter(|c| c.is_alphanumeric()).count() >= min_len;
-    n >= min_len && (digits || n >= 24 || marks)
+    if n < min_len || common_value(t) {
+        return false;
+    }
+    let digit = t.chars().any(|c| c.is_ascii_digit());
+    // Marks and roots count in tokens with `min_len` letters or digits
+    // (`notes.txt`, `/etc/passwd`; not `...` or `e.g.,`).
+    let wordy = t.chars().filter(|c| c.is_alphanumeric()).count() >= min_len;
+    let marked = t.chars().any(|c| ".@:=+".contains(c));
+    let rooted = t.starts_with('/') || t.starts_with("~/");
+    digit || n >= 24 || (wordy && (marked || rooted))
+}
+
+/// Values any server may return, which say nothing about the data they came
+/// with: passing one on is not a flow of that data.
+///
+/// - a MIME type (`text/plain`, `application/vnd.api+json`, `data:image/png`)
+///   or a MIME parameter naming a character set (`charset=utf-8`);
+/// - a character set (`iso-8859-1`, `windows-1252`, `utf-16le`);
+/// - a date, a time or both (`2026-12-01`, `01/12/2026`, `1.12.2026`,
+///   `10:30:00`, `2026-12-01T10:30:00.123+01:00`);
+/// - a version number of two or three parts (`1.2`, `v18.19.0`,
+///   `2.3.0-beta.1`; four numeric parts read as an address and stay values);
+/// - a decimal quantity (`0.9500`, `-12.75`, `1,234.56`, `150.5ms`, `99.5%`).
+///
+/// Integers stay values whatever their size (ids, account and phone numbers);
+/// short ones are below `min_len` anyway.
+pub fn common_value(t: &str) -> bool {
+    let t = t.trim_end_matches([',', ';']);
+    is_mime(t.strip_prefix("data:").unwrap_or(t))
+        || t.to_ascii_lowercase()
+            .strip_prefix("charset=")
+            .is_some_and(|c| {
+                c.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            })
+        || is_charset(t)
+        || is_datetime(t)
+        || is_version(t)
+        || is_quantity(t)
+}
+
+/// `type/subtype` with a registered top-level type (RFC 6838 names).
+fn is_mime(t: &str) -> bool {
+    const TOP: &[&str] = &[
+        "application",
+        "audio",
+        "font",
+        "example",
+        "image",
+        "message",
+        "model",
+        "multipart",
+        "text",
+        "video",
+        "haptics",
+    ];
+    let Some((top, sub)) = t.split_once('/') else {
+        return false;
+    };
+    TOP.contains(&top.to_ascii_lowercase().as_str())
+        && !sub.is_empty()
+        && sub.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && sub
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "!#$&^_.+-".contains(c))
+}
+
+fn is_charset(t: &str) -> bool {
+    let l = t.to_ascii_lowercase();
+    let digits_after = |p: &str| {
+        l.strip_prefix(p).is_some_and(|r| {
+            !r.is_empty() && r.chars().all(|c| c.is_ascii_digit() || "-lbe".contains(c))
+        })
+    };
+    digits_after("iso-8859-")
+        || digits_after("iso8859-")
+        || digits_after("windows-")
+        || digits_after("utf-")
+        || digits_after("cp")
+}
+
+/// Digit groups of `t` split on `sep`, if `t` is only digits and `sep`.
+fn groups(t: &str, sep: char) -> Option<Vec<&str>> {
+    let g: Vec<&str> = t.split(sep).collect();
+    g.iter()
+        .all(|x| !x.is_empty() && x.chars().all(|c| c.is_ascii_digit()))
+        .then_some(g)
+}
+
+fn is_date(t: &str) -> bool {
+    ['-', '/', '.'].iter().any(|&sep| {
+        groups(t, sep).is_some_and(|g| {
+            g.len() == 3 && {
+                let l: Vec<usize> = g.iter().map(|x| x.len()).collect();
+                (l[0] == 4 && l[1] <= 2 && l[2] <= 2) || (l[0] <= 2 && l[1] <= 2 && l[2] == 4)
+            }
+        })
+    })
+}
+
+/// `HH:MM`, `HH:MM:SS`, with an optional fraction and zone (`Z`, `+01:00`,
+/// `-0500`).
+fn is_time(t: &str) -> bool {
+    let t = t.strip_suffix(['Z', 'z']).unwrap_or(t);
+    let (clock, zone) = match t.rfind(['+', '-']) {
+        Some(i) => (&t[..i], Some(&t[i + 1..])),
+        None => (t, None),
+    };
+    let zone_ok = zone.is_none_or(|z| {
+        groups(z, ':').is_some_and(|g| g.iter().all(|x| x.len() == 2) && g.len() <= 2)
+            || (z.len() == 4 && z.chars().all(|c| c.is_ascii_digit()))
+    });
+    let clock = clock.split_once('.').map_or(clock, |(c, frac)| {
+        if frac.chars().all(|c| c.is_ascii_digit()) {
+            c
+        } else {
+            ""
+        }
+    });
+    zone_ok
+        && groups(clock, ':')
+            .is_some_and(|g| (2..=3).contains(&g.len()) && g.iter().all(|x| x.len() <= 2))
+}
+
+fn is_datetime(t: &str) -> bool {
+    if is_date(t) || is_time(t) {
+        return true;
+    }
+    match t.split_once(['T', 't', '_']) {
+        Some((d, time)) => is_date(d) && is_time(time),
+        None => false,
+    }
+}
+
+fn is_version(t: &str) -> bool {
+    let t = t.strip_prefix(['v', 'V']).unwrap_or(t);
+    let (core, pre) = match t.find(['-', '+']) {
+        Some(i) => (&t[..i], Some(&t[i + 1..])),
+        None => (t, None),
+    };
+    let pre_ok = pre
+        .is_none_or(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '.'));
+    pre_ok && groups(core, '.').is_some_and(|g| (2..=3).contains(&g.len()))
+}
+
+fn is_quantity(t: &str) -> bool {
+    let t = t.strip_prefix(['-', '+']).unwrap_or(t);
+    let t = t.strip_suffix('%').unwrap_or(t);
+    let num = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    if t.len() - num.len() > 3 {
+        return false;
+    }
+    let Some((int, frac)) = num.split_once('.') else {
+        return false;
+    };
+    let int_ok = !int.is_empty()
+        && int.chars().all(|c| c.is_ascii_digit() || c == ',')
+        && int.starts_with(|c: char| c.is_ascii_digit());
+    int_ok && !frac.is_empty() && frac.chars().all(|c| c.is_ascii_digit())
 }
 
 /// The tokens of a text as results are cut into values (whitespace and
@@ -636,16 +802,17 @@ mod tests {
     fn values_the_client_sent_first_are_not_labelled_by_an_echo() {
         let mut t = TaintStore::new(100, 8);
         t.add_result(&json!("PCX-LABEL-0001 from the server"), &label("alpha"));
-        // The client sends a date (its own) and passes on a labelled value.
-        t.add_sent(&json!({"date": "2026-12-03", "ref": "PCX-LABEL-0001"}));
-        assert!(t.client_sent("2026-12-03"));
+        // The client sends an order number (its own) and passes on a labelled
+        // value. (A date is no value at all: see `what_is_a_value`.)
+        t.add_sent(&json!({"order": "ORD-20261203", "ref": "PCX-LABEL-0001"}));
+        assert!(t.client_sent("ORD-20261203"));
         assert!(!t.client_sent("PCX-LABEL-0001"), "a label is not laundered");
         // The server echoes both and adds a value of its own.
         t.add_result(
-            &json!("no events on 2026-12-03 (ref PCX-LABEL-0001, id EVT-99887766)"),
+            &json!("no events for ORD-20261203 (ref PCX-LABEL-0001, id EVT-99887766)"),
             &label("alpha"),
         );
-        assert!(t.matches(&json!({"date": "2026-12-03"})).is_empty());
+        assert!(t.matches(&json!({"order": "ORD-20261203"})).is_empty());
         assert_eq!(t.matches(&json!({"x": "PCX-LABEL-0001"})).len(), 1);
         assert_eq!(t.matches(&json!({"x": "EVT-99887766"})).len(), 1);
 
@@ -794,5 +961,88 @@ mod tests {
         assert_eq!(class_of(&cfg, "a", "fs_tool", Some(&d)), ToolClass::Sink);
         cfg.classes.insert("*/add".into(), ToolClass::Sink);
         assert_eq!(class_of(&cfg, "a", "add", None), ToolClass::Sink);
+    }
+
+    #[test]
+    fn what_is_a_value() {
+        // Values: ids, keys, links, addresses, paths, numbers.
+        for v in [
+            "PCX-7Q2M9ZK4T-CANARY",
+            "a3f9c2e1-77b0-4c1e-9d2a-0f5e6b7c8d9e",
+            "https://example.org/page",
+            "dana.ortiz@corp.example",
+            "notes/plan.txt",
+            "README.md.gz",
+            "/etc/passwd",
+            "~/.ssh/id_ed25519",
+            "12345678",
+            "+14155550123",
+            "192.168.10.20",
+            "token=abcdef12",
+            "internalprojectcodenameword",
+        ] {
+            assert!(value_like(v, 8), "{v} is a value");
+        }
+        // Not values: words, MIME types, dates and times, versions, quantities,
+        // character sets, and anything under `min_len`.
+        for v in [
+            "inspirational",
+            "line-based",
+            "file/directory",
+            "input_required",
+            "text/plain",
+            "application/json",
+            "application/vnd.api+json",
+            "image/svg+xml",
+            "data:text/plain",
+            "charset=utf-8",
+            "iso-8859-1",
+            "windows-1252",
+            "2026-12-01",
+            "01/12/2026",
+            "1.12.2026",
+            "10:30:00",
+            "2026-12-01T10:30:00Z",
+            "2026-12-01T10:30:00.123+01:00",
+            "2025-06-18",
+            "v18.19.0",
+            "2026.8.31",
+            "2.3.0-beta.1",
+            "0.950000",
+            "-1234.75",
+            "1,234.56",
+            "150.25ms",
+            "99.9999%",
+            "true",
+            "false",
+            "1234",
+        ] {
+            assert!(!value_like(v, 8), "{v} is not a value");
+        }
+    }
+
+    #[test]
+    fn common_values_in_one_result_do_not_taint_another_call() {
+        let mut t = TaintStore::new(100, 8);
+        // A resource listing and a time server's answer, as real servers write them.
+        t.add_result(
+            &json!({"contents": [{"uri": "demo://resource/static/document/architecture.md",
+                "mimeType": "text/plain", "text": "Updated 2026-12-01T10:30:00Z, version 2026.8.31; ratio 0.950000"}]}),
+            &label("everything"),
+        );
+        for args in [
+            json!({"data": "data:text/plain;base64,SGVsbG8sIHdvcmxkIQ==", "name": "README.md.gz"}),
+            json!({"when": "2026-12-01T10:30:00Z", "format": "application/json"}),
+            json!({"min_version": "2026.8.31", "threshold": "0.950000"}),
+        ] {
+            assert!(
+                t.matches(&args).is_empty(),
+                "{args}: {:?}",
+                t.matches(&args)
+            );
+        }
+        // The resource's own link is a value and still matches.
+        let m = t.matches(&json!({"u": "demo://resource/static/document/architecture.md"}));
+        assert_eq!(m.len(), 1);
     }
 }

@@ -4,7 +4,7 @@
 use super::{Stage, StageInput, StageResult};
 use crate::lexical::LexicalModel;
 use crate::DetectError;
-use portcullis_core::{Channel, ChunkEvidence, Config, Evidence, LexicalConfig, Span};
+use portcullis_core::{Channel, Config, LexicalConfig};
 
 pub const NAME: &str = "lexical";
 
@@ -62,26 +62,26 @@ impl Stage for LexicalStage {
             .map(|v| v.text.as_str())
             .collect();
         let score = self.model.probability(&views);
-        // Which text decided: the whole item (the pipeline adds a walked field's
-        // path), so a held item names its field even without a rule finding.
-        let text = &input.item.text;
-        let excerpt: String = text.chars().take(120).collect();
+        // The field is the evidence (the pipeline fills its path): which text of a
+        // structure decided, for records and notices. No excerpt: the text is in
+        // the message, and a notice must not echo it.
+        let evidence = portcullis_core::Evidence {
+            path: None,
+            chunks: 1,
+            deciding_chunk: portcullis_core::ChunkEvidence {
+                index: 0,
+                span: portcullis_core::Span {
+                    start: 0,
+                    end: input.item.text.len(),
+                },
+                score,
+                excerpt: String::new(),
+            },
+            neighbours: Vec::new(),
+        };
         StageResult {
             score: Some(score),
-            evidence: Some(Evidence {
-                path: None,
-                chunks: 1,
-                deciding_chunk: ChunkEvidence {
-                    index: 0,
-                    span: Span {
-                        start: 0,
-                        end: text.len(),
-                    },
-                    score,
-                    excerpt,
-                },
-                neighbours: Vec::new(),
-            }),
+            evidence: Some(evidence),
             ..StageResult::default()
         }
     }

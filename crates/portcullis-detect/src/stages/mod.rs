@@ -61,8 +61,10 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
     /// The name in records (`stages[].name`).
     fn name(&self) -> &'static str;
     /// Whether the stage runs on this item at all.
-    fn applies(&self, _item: &Item) -> bool {
-        true
+    /// By default every channel but the outbound-only ones
+    /// ([`Channel::is_outbound_only`]: read by the egress guard alone).
+    fn applies(&self, item: &Item) -> bool {
+        !item.channel.is_outbound_only()
     }
     /// Weight of the stage's score in the fusion, for a decision on `channel`.
     fn weight(&self, _config: &Config, _channel: Channel) -> f64 {
