@@ -1401,7 +1401,7 @@ fn flow_rule(
         ("taint.sensitive", cfg.sensitive)
     } else if cross {
         ("taint.cross_server", cfg.cross_server)
-    } else if sink && m.reference && m.how == "exact" {
+    } else if sink && m.reference && matches!(m.how, "exact" | "child_path") {
         ("taint.same_server_reference", cfg.same_server_reference)
     } else if sink {
         ("taint.sink", cfg.sink)
@@ -1482,6 +1482,16 @@ mod tests {
         assert_eq!(
             rule(&m(true, "exact", true), false, true).0,
             "taint.sensitive"
+        );
+        // A path under a path the server returned (a file in a directory it
+        // listed), as the whole argument: the same reference flow.
+        assert_eq!(
+            rule(&m(false, "child_path", true), false, true),
+            ("taint.same_server_reference", FlowAction::Allow)
+        );
+        assert_eq!(
+            rule(&m(false, "child_path", true), true, true).0,
+            "taint.cross_server"
         );
         // Data (not a reference) into a sink stays a sink flow.
         assert_eq!(

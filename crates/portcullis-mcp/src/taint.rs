@@ -43,20 +43,26 @@ pub struct Match {
     pub label: Label,
     /// JSON path of the argument.
     pub arg_path: String,
-    /// `exact`, `substring`, `base64`, `hex` or `url`.
+    /// `exact`, `child_path` (the argument is a path under the labelled path),
+    /// `substring`, `base64`, `hex` or `url`.
     pub how: &'static str,
     /// A redacted hint of the value (first 4 characters and the length).
     pub hint: String,
-    /// The labelled value is a reference, not data: an http(s) URL or an email
-    /// address (see [`is_reference`]). Always false for a value known by digest.
+    /// The labelled value is a reference, not data: an http(s) URL, an email
+    /// address or a file path (see [`is_reference`]). Always false for a value
+    /// known by digest.
     pub reference: bool,
 }
 
 /// Whether a value is a reference to somewhere rather than data: an `http://` or
-/// `https://` URL, or an email address. Passed whole to its own server's sink
-/// (following a search result, replying to a sender) it carries nothing that
-/// server did not already have.
+/// `https://` URL, an email address, or a file path (absolute or `~/`, no
+/// whitespace). Passed whole to its own server's sink (following a search result,
+/// replying to a sender, writing the file a server just created or listed) it
+/// carries nothing that server did not already have.
 pub fn is_reference(v: &str) -> bool {
+    if is_path(v) {
+        return true;
+    }
     let lower = v.to_ascii_lowercase();
     if let Some(rest) = lower
         .strip_prefix("https://")
@@ -76,6 +82,26 @@ pub fn is_reference(v: &str) -> bool {
         }
         None => false,
     }
+}
+
+/// An absolute (`/…`, `C:\…`) or home-relative (`~/…`) file path without whitespace.
+fn is_path(v: &str) -> bool {
+    let b = v.as_bytes();
+    let drive =
+        b.len() > 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/');
+    (v.starts_with('/') || v.starts_with("~/") || drive)
+        && v.len() > 1
+        && !v.contains(char::is_whitespace)
+}
+
+/// `view` is a path under the labelled path `value` (a file in a directory the
+/// server listed): the argument is the path itself, not text around it.
+fn child_path(view: &str, value: &str) -> bool {
+    is_path(value)
+        && is_path(view)
+        && view
+            .strip_prefix(value)
+            .is_some_and(|rest| value.ends_with(['/', '\\']) || rest.starts_with(['/', '\\']))
 }
 
 /// A label and when its value was last seen (Unix seconds).
@@ -618,6 +644,8 @@ impl TaintStore {
                     if view.contains(value.as_str()) {
                         let how = if *how == "substring" && view == value {
                             "exact"
+                        } else if *how == "substring" && child_path(view, value) {
+                            "child_path"
                         } else {
                             how
                         };
@@ -746,6 +774,20 @@ pub fn class_of(cfg: &TaintConfig, server: &str, tool: &str, def: Option<&Value>
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn paths_are_references_and_a_file_under_a_listed_directory_is_its_child() {
+        assert!(is_reference("/srv/data/report.xlsx"));
+        assert!(is_reference("~/notes/todo.md"));
+        assert!(is_reference("C:\\Users\\ana\\book.xlsx"));
+        assert!(!is_reference("/ a sentence with spaces"));
+        assert!(!is_reference("notes.txt"));
+        assert!(child_path("/srv/data/new.txt", "/srv/data"));
+        assert!(child_path("/srv/data/a/b.txt", "/srv/data/"));
+        assert!(!child_path("/srv/database.txt", "/srv/data"));
+        assert!(!child_path("cat /srv/data/x", "/srv/data"));
+        assert!(!child_path("/srv/data", "/srv/data"));
+    }
+
     use super::*;
     use serde_json::json;
 
