@@ -217,10 +217,7 @@ impl Detector {
         channel: Channel,
     ) -> Option<(Floor, &'a str, &'a Finding)> {
         let mut best: Option<(Floor, &str, &Finding)> = None;
-        for s in stages
-            .iter()
-            .filter(|s| !self.learned(&s.name) && floored(&s.name, channel))
-        {
+        for s in stages.iter().filter(|s| self.sets_floors(&s.name, channel)) {
             if let Some((fl, f)) = policy::floor(&s.findings, &self.config.floors, channel) {
                 if best.is_none_or(|(b, _, _)| fl > b) {
                     best = Some((fl, s.name.as_str(), f));
@@ -237,8 +234,12 @@ impl Detector {
             .map_or(Status::Allow, |(fl, _, _)| fl.status())
     }
 
-    fn learned(&self, stage: &str) -> bool {
-        self.stages.iter().any(|s| s.name() == stage && s.learned())
+    /// Whether the stage of this name sets floors on `channel` (normalize does).
+    fn sets_floors(&self, stage: &str, channel: Channel) -> bool {
+        self.stages
+            .iter()
+            .find(|s| s.name() == stage)
+            .is_none_or(|s| s.sets_floors(channel))
     }
 
     fn allowlisted(&self, h: &Header, rule: &str) -> bool {
@@ -442,13 +443,6 @@ fn with_path(mut findings: Vec<Finding>, item: &Item) -> Vec<Finding> {
         }
     }
     findings
-}
-
-/// Whether a deterministic stage's findings set floors on this channel: all do,
-/// except the egress guard's on tool results, which are masked instead (a secret
-/// coming back from a tool is the user's own data; docs/policy.md, "Floors").
-fn floored(stage: &str, channel: Channel) -> bool {
-    !(stage == stages::egress::NAME && channel == Channel::ToolResult)
 }
 
 /// The floor a deterministic finding set, for the reasons.

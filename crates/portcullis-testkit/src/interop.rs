@@ -249,3 +249,41 @@ pub fn run_driver<S: AsRef<std::ffi::OsStr>>(
         }),
     }
 }
+
+/// Fail a test that needs the interop kit with the command that installs it.
+pub fn require_interop() {
+    assert!(
+        interop_available(),
+        "the interop kit is not installed in {}: run scripts/setup-interop.sh first \
+         (it installs Node, the npm MCP servers/SDK/Inspector and the Python `mcp` SDK)",
+        interop_dir().display()
+    );
+}
+
+/// The command line of the npm `@modelcontextprotocol/server-everything` over stdio.
+pub fn server_everything() -> Vec<String> {
+    vec![
+        node().display().to_string(),
+        npm_file("@modelcontextprotocol/server-everything/dist/index.js")
+            .display()
+            .to_string(),
+    ]
+}
+
+/// Run a driver and require it to exit 0; the panic shows its JSON and stderr.
+pub fn run_driver_ok(
+    driver: Driver,
+    args: &[String],
+    timeout: std::time::Duration,
+) -> DriverOutput {
+    let out =
+        run_driver(driver, args, timeout).unwrap_or_else(|e| panic!("{driver:?} driver: {e}"));
+    assert_eq!(
+        out.status,
+        Some(0),
+        "{driver:?} driver failed: {}\nstderr: {}",
+        out.json,
+        out.stderr
+    );
+    out
+}

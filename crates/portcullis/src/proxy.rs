@@ -133,6 +133,12 @@ fn detector(args: &ProxyArgs, cfg: &GatewayConfig) -> Result<Detector> {
     .load()
 }
 
+/// The start-up line: where the audit log goes and which servers are served.
+fn log_ready(cfg: &GatewayConfig) {
+    let servers: Vec<&str> = cfg.servers.iter().map(|s| s.name.as_str()).collect();
+    tracing::info!(audit = %cfg.audit.log.display(), servers = %servers.join(","), "gateway ready");
+}
+
 pub fn run(args: ProxyArgs) -> Result<ExitCode> {
     let cfg = gateway_config(&args)?;
     let detector = detector(&args, &cfg)?;
@@ -149,11 +155,7 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
         let gw = Gateway::start(cfg.clone(), detector)
             .await
             .context("starting the gateway")?;
-        tracing::info!(
-            audit = %cfg.audit.log.display(),
-            servers = %cfg.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(","),
-            "gateway ready"
-        );
+        log_ready(&cfg);
         let mut tasks = tokio::task::JoinSet::new();
         if let Some(listen) = &cfg.listen {
             let http = serve::bind_http(gw.clone(), &cfg, listen, ct.child_token())
@@ -251,11 +253,7 @@ async fn stdio_only(
         let gw = Gateway::start_for(cfg.clone(), detector, client.as_ref())
             .await
             .context("starting the gateway")?;
-        tracing::info!(
-            audit = %cfg.audit.log.display(),
-            servers = %cfg.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(","),
-            "gateway ready"
-        );
+        log_ready(&cfg);
         if let Ok(mut s) = slot.lock() {
             *s = Some(gw.clone());
         }

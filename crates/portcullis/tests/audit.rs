@@ -7,7 +7,7 @@ mod support;
 
 use portcullis_mcp::config::ServerConfig;
 use portcullis_testkit::injections;
-use portcullis_testkit::interop::{interop_available, interop_dir, node, npm_file};
+use portcullis_testkit::interop::{node, npm_file, require_interop};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -502,15 +502,6 @@ fn wrapped_entries_run_behind_the_proxy_and_unwrap_restores_the_file() {
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), original);
     assert!(!gateway_file.exists(), "unwrap left the gateway file");
-}
-
-fn require_interop() {
-    assert!(
-        interop_available(),
-        "the interop kit is not installed in {}: run scripts/setup-interop.sh first \
-         (it installs Node and the npm MCP reference servers)",
-        interop_dir().display()
-    );
 }
 
 #[test]

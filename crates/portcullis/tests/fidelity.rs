@@ -14,7 +14,7 @@
 mod support;
 
 use portcullis_testkit::interop::{
-    interop_available, interop_dir, node, npm_file, run_driver, Driver, DriverOutput,
+    require_interop, run_driver_ok, server_everything as everything, Driver, DriverOutput,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -23,23 +23,6 @@ use std::time::Duration;
 use support::{portcullis, records};
 
 const DRIVER_TIMEOUT: Duration = Duration::from_secs(90);
-
-fn require_interop() {
-    assert!(
-        interop_available(),
-        "the interop kit is not installed in {}: run scripts/setup-interop.sh first",
-        interop_dir().display()
-    );
-}
-
-fn everything() -> Vec<String> {
-    vec![
-        node().display().to_string(),
-        npm_file("@modelcontextprotocol/server-everything/dist/index.js")
-            .display()
-            .to_string(),
-    ]
-}
 
 /// The calls of both sessions: a result whose structured content's keys are not
 /// in alphabetical order.
@@ -60,16 +43,7 @@ fn run(driver: Driver, client: &[&str], target: Vec<String>) -> DriverOutput {
     args.push("--stdio".into());
     args.push("--".into());
     args.extend(target);
-    let out = run_driver(driver, &args, DRIVER_TIMEOUT)
-        .unwrap_or_else(|e| panic!("{driver:?} driver: {e}"));
-    assert_eq!(
-        out.status,
-        Some(0),
-        "{driver:?} driver failed: {}\nstderr: {}",
-        out.json,
-        out.stderr
-    );
-    out
+    run_driver_ok(driver, &args, DRIVER_TIMEOUT)
 }
 
 fn direct(driver: Driver, client: &[&str]) -> DriverOutput {

@@ -11,8 +11,8 @@ mod support;
 
 use portcullis_mcp::audit::{find_record, AuditConfig};
 use portcullis_testkit::interop::{
-    interop_available, interop_dir, interop_script, node, npm_file, python, run_driver, Driver,
-    DriverOutput,
+    interop_dir, interop_script, node, npm_file, python, require_interop, run_driver_ok,
+    server_everything as everything, Driver, DriverOutput,
 };
 use serde_json::{json, Value};
 use std::path::Path;
@@ -24,24 +24,6 @@ const DRIVER_TIMEOUT: Duration = Duration::from_secs(90);
 /// The newest revision the gateway speaks (`portcullis_mcp::MAX_PROTOCOL`).
 fn max_protocol() -> String {
     portcullis_mcp::MAX_PROTOCOL.to_string()
-}
-
-fn require_interop() {
-    assert!(
-        interop_available(),
-        "the interop kit is not installed in {}: run scripts/setup-interop.sh first \
-         (it installs Node, the npm MCP servers/SDK/Inspector and the Python `mcp` SDK)",
-        interop_dir().display()
-    );
-}
-
-fn everything() -> Vec<String> {
-    vec![
-        node().display().to_string(),
-        npm_file("@modelcontextprotocol/server-everything/dist/index.js")
-            .display()
-            .to_string(),
-    ]
 }
 
 fn filesystem(dir: &Path) -> Vec<String> {
@@ -99,19 +81,6 @@ fn call_args(calls: &[(&str, Value)]) -> Vec<String> {
         ]);
     }
     args
-}
-
-fn drive(driver: Driver, args: &[String]) -> DriverOutput {
-    let out = run_driver(driver, args, DRIVER_TIMEOUT)
-        .unwrap_or_else(|e| panic!("{driver:?} driver through the gateway: {e}"));
-    assert_eq!(
-        out.status,
-        Some(0),
-        "{driver:?} driver failed: {}\nstderr: {}",
-        out.json,
-        out.stderr
-    );
-    out
 }
 
 /// The text of a successful (not isError) call.
@@ -446,4 +415,8 @@ args = [{py1:?}]
     let log = records(&gw.audit);
     assert!(log.iter().any(|r| r["server"] == "kit"), "{log:?}");
     assert!(log.iter().any(|r| r["server"] == "py"), "{log:?}");
+}
+
+fn drive(driver: Driver, args: &[String]) -> DriverOutput {
+    run_driver_ok(driver, args, DRIVER_TIMEOUT)
 }

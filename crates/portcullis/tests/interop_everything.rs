@@ -19,7 +19,8 @@ mod support;
 
 use base64::Engine;
 use portcullis_testkit::interop::{
-    interop_available, interop_dir, node, npm_file, run_driver, Driver, DriverOutput,
+    interop_available, interop_dir, run_driver_ok, server_everything as everything, Driver,
+    DriverOutput,
 };
 use serde_json::{json, Value};
 use std::path::Path;
@@ -27,15 +28,6 @@ use std::time::Duration;
 use support::{portcullis, records};
 
 const DRIVER_TIMEOUT: Duration = Duration::from_secs(120);
-
-fn everything() -> Vec<String> {
-    vec![
-        node().display().to_string(),
-        npm_file("@modelcontextprotocol/server-everything/dist/index.js")
-            .display()
-            .to_string(),
-    ]
-}
 
 fn session(calls: &[(&str, Value)], audit: &Path, sampling_reply: &str) -> Vec<String> {
     let mut args = vec![
@@ -63,19 +55,6 @@ fn session(calls: &[(&str, Value)], audit: &Path, sampling_reply: &str) -> Vec<S
     ]);
     args.extend(everything());
     args
-}
-
-fn drive(driver: Driver, args: &[String]) -> DriverOutput {
-    let out = run_driver(driver, args, DRIVER_TIMEOUT)
-        .unwrap_or_else(|e| panic!("{driver:?} driver through the gateway: {e}"));
-    assert_eq!(
-        out.status,
-        Some(0),
-        "{driver:?} driver failed: {}\nstderr: {}",
-        out.json,
-        out.stderr
-    );
-    out
 }
 
 /// Every call of the session succeeded, and none was answered by the gateway.
@@ -293,4 +272,8 @@ fn the_clients_sampling_answer_is_read_by_the_egress_guard_alone() {
         !rec.to_string().contains(&token),
         "the record holds the token"
     );
+}
+
+fn drive(driver: Driver, args: &[String]) -> DriverOutput {
+    run_driver_ok(driver, args, DRIVER_TIMEOUT)
 }

@@ -30,6 +30,12 @@ impl Stage for EgressStage {
         NAME
     }
 
+    /// A secret coming back in a tool result is masked, not withheld; leaving in
+    /// arguments or a sampling answer it is floored like any finding.
+    fn sets_floors(&self, channel: Channel) -> bool {
+        channel != Channel::ToolResult
+    }
+
     fn applies(&self, item: &Item) -> bool {
         item.channel.is_egress_guarded()
     }

@@ -56,8 +56,8 @@ impl Stage for EmbeddingStage {
         NAME
     }
 
-    fn learned(&self) -> bool {
-        true
+    fn sets_floors(&self, _channel: Channel) -> bool {
+        false
     }
 
     fn weight(&self, config: &Config, _channel: Channel) -> f64 {

@@ -46,8 +46,8 @@ impl Stage for LexicalStage {
         NAME
     }
 
-    fn learned(&self) -> bool {
-        true
+    fn sets_floors(&self, _channel: Channel) -> bool {
+        false
     }
 
     fn weight(&self, config: &Config, _channel: Channel) -> f64 {

@@ -70,10 +70,11 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
     fn weight(&self, _config: &Config, _channel: Channel) -> f64 {
         1.0
     }
-    /// Whether the stage's score is a learned probability (its findings, if any,
-    /// set no floor) rather than derived from its deterministic findings.
-    fn learned(&self) -> bool {
-        false
+    /// Whether the stage's findings on `channel` set floors (docs/policy.md,
+    /// "Floors"): a deterministic stage's do; a learned stage, whose score is a
+    /// probability, overrides this with `false`.
+    fn sets_floors(&self, _channel: Channel) -> bool {
+        true
     }
     fn run(&self, input: &StageInput<'_>) -> StageResult;
 }
