@@ -954,6 +954,7 @@ impl Gateway {
                                 &self.inspector,
                                 &server,
                                 &route.name,
+                                &args,
                                 &raw,
                                 &shown,
                                 &known,

@@ -111,6 +111,14 @@ const SUFFIXES: &[&str] = &[
 /// The folded name without separators and without trailing version or
 /// `new`-style suffixes (` v1`, `_v2`, `-new`, `2`, `_latest`).
 fn core(folded: &str) -> String {
+    core_with(folded, true)
+}
+
+/// [`core`], where `glued_digits` says whether digits glued to the name
+/// (`echo2`) count as a version. Within one server they do not: `base64`
+/// beside `base`, `sha256` beside `sha`, `ipv6` beside `ip` are different tools,
+/// and a copy that wants to pass for an update says so (`_v2`, `v2`, `-new`).
+fn core_with(folded: &str, glued_digits: bool) -> String {
     let parts: Vec<&str> = folded
         .split(|c: char| !c.is_alphanumeric())
         .filter(|p| !p.is_empty())
@@ -130,7 +138,8 @@ fn core(folded: &str) -> String {
     let mut s: String = parts[..end].concat();
     // A version glued to the name (`echo2`, `readfilev2`).
     let trimmed = s.trim_end_matches(|c: char| c.is_ascii_digit()).to_string();
-    if trimmed.len() >= 3 && trimmed.len() < s.len() {
+    let glued_v = trimmed.len() < s.len() && trimmed.ends_with('v');
+    if trimmed.len() >= 3 && trimmed.len() < s.len() && (glued_digits || glued_v) {
         s = trimmed
             .strip_suffix('v')
             .filter(|t| t.len() >= 3)
@@ -181,8 +190,9 @@ pub fn compare(name: &str, other: &str, max_edit: usize) -> Option<&'static str>
 /// Whether `name` looks like a copy of `original`, another tool of the same
 /// server: the original spelled with confusable characters (where the original is
 /// plain ASCII), or the original plus a version/`new`-style suffix (`read_note v1`,
-/// `read_note_new`). Case, separator and edit-distance differences are left alone
-/// within one server: benign APIs have `get_user` beside `get_users`.
+/// `read_note_new`, `read_notev2`). Case, separator and edit-distance differences
+/// are left alone within one server (benign APIs have `get_user` beside
+/// `get_users`), and so is a bare number glued to the name (`base64` beside `base`).
 pub fn copies(name: &str, original: &str) -> Option<&'static str> {
     if name == original {
         return None;
@@ -192,7 +202,8 @@ pub fn copies(name: &str, original: &str) -> Option<&'static str> {
         return (!name.is_ascii() && original.is_ascii()).then_some("names.confusable");
     }
     let plain = no_separators(&b);
-    (!plain.is_empty() && core(&a) == plain && no_separators(&a) != plain).then_some("names.suffix")
+    (!plain.is_empty() && core_with(&a, false) == plain && no_separators(&a) != plain)
+        .then_some("names.suffix")
 }
 
 /// Whether a description names `other` (another server's tool) as a word.
@@ -283,6 +294,8 @@ mod tests {
     fn copies_within_a_server_are_directional() {
         assert_eq!(copies("read_note v1", "read_note"), Some("names.suffix"));
         assert_eq!(copies("read_note_new", "read_note"), Some("names.suffix"));
+        assert_eq!(copies("read_note_2", "read_note"), Some("names.suffix"));
+        assert_eq!(copies("read_notev2", "read_note"), Some("names.suffix"));
         assert_eq!(copies("read_note", "read_note v1"), None);
         assert_eq!(copies("rеad_note", "read_note"), Some("names.confusable")); // Cyrillic е
         assert_eq!(copies("read_note", "rеad_note"), None);
@@ -291,6 +304,10 @@ mod tests {
             ("getUser", "get_user"),
             ("read_file", "write_file"),
             ("list", "list_all"),
+            // A number glued to a name is part of it (calc-mcp has `base` and `base64`).
+            ("base64", "base"),
+            ("sha256", "sha"),
+            ("ipv6", "ip"),
         ] {
             assert_eq!(copies(a, b), None, "{a} / {b}");
             assert_eq!(copies(b, a), None, "{b} / {a}");

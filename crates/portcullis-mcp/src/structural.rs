@@ -973,6 +973,7 @@ impl Structural {
         inspector: &Inspector,
         server: &str,
         tool: &str,
+        args: &Value,
         raw: &Value,
         shown: &Value,
         known: &[String],
@@ -980,7 +981,7 @@ impl Structural {
     ) -> Result<Verdict, StructuralError> {
         let red = &self.config.redirection;
         if red.enabled {
-            let hits = crate::redirect::transfer(shown, tool, known);
+            let hits = crate::redirect::transfer(shown, tool, args, known);
             if !hits.is_empty() {
                 let fp = pins::hash(raw);
                 let hold = red.tool_transfer >= red.hold_at
@@ -1401,7 +1402,7 @@ fn flow_rule(
         ("taint.sensitive", cfg.sensitive)
     } else if cross {
         ("taint.cross_server", cfg.cross_server)
-    } else if sink && m.reference && matches!(m.how, "exact" | "child_path") {
+    } else if sink && m.reference && matches!(m.how, "exact" | "child_path" | "file_name") {
         ("taint.same_server_reference", cfg.same_server_reference)
     } else if sink {
         ("taint.sink", cfg.sink)
@@ -1491,6 +1492,16 @@ mod tests {
         );
         assert_eq!(
             rule(&m(false, "child_path", true), true, true).0,
+            "taint.cross_server"
+        );
+        // A file name the server printed, as a word or path component of the
+        // argument (`wc -l survey.csv`, `/data/survey.xlsx`): the same reference flow.
+        assert_eq!(
+            rule(&m(false, "file_name", true), false, true),
+            ("taint.same_server_reference", FlowAction::Allow)
+        );
+        assert_eq!(
+            rule(&m(false, "file_name", true), true, true).0,
             "taint.cross_server"
         );
         // Data (not a reference) into a sink stays a sink flow.

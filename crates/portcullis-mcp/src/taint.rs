@@ -44,7 +44,9 @@ pub struct Match {
     /// JSON path of the argument.
     pub arg_path: String,
     /// `exact`, `child_path` (the argument is a path under the labelled path),
-    /// `substring`, `base64`, `hex` or `url`.
+    /// `file_name` (the labelled file name is a whole word or path component of
+    /// the argument: `wc -l survey.csv`, `/data/survey.csv`), `substring`,
+    /// `base64`, `hex` or `url`.
     pub how: &'static str,
     /// A redacted hint of the value (first 4 characters and the length).
     pub hint: String,
@@ -55,12 +57,13 @@ pub struct Match {
 }
 
 /// Whether a value is a reference to somewhere rather than data: an `http://` or
-/// `https://` URL, an email address, or a file path (absolute or `~/`, no
-/// whitespace). Passed whole to its own server's sink (following a search result,
-/// replying to a sender, writing the file a server just created or listed) it
-/// carries nothing that server did not already have.
+/// `https://` URL, an email address, a file path (absolute or `~/`, no
+/// whitespace) or a file name (see [`is_file_name`]). Passed to its own server's
+/// sink (following a search result, replying to a sender, writing the file a
+/// server just created or listed, `wc -l` on a file `ls` printed) it carries
+/// nothing that server did not already have.
 pub fn is_reference(v: &str) -> bool {
-    if is_path(v) {
+    if is_path(v) || is_file_name(v) {
         return true;
     }
     let lower = v.to_ascii_lowercase();
@@ -92,6 +95,34 @@ fn is_path(v: &str) -> bool {
     (v.starts_with('/') || v.starts_with("~/") || drive)
         && v.len() > 1
         && !v.contains(char::is_whitespace)
+}
+
+/// A bare file name: `stem.ext`, letters, digits, `.`, `_`, `-` only, an
+/// extension of 1–8 letters or digits with at least one letter (`survey.csv`,
+/// `notes.txt`; not `3.14` or `1.2.3`), at most 128 bytes.
+fn is_file_name(v: &str) -> bool {
+    let Some((stem, ext)) = v.rsplit_once('.') else {
+        return false;
+    };
+    v.len() <= 128
+        && !stem.trim_matches('.').is_empty()
+        && (1..=8).contains(&ext.len())
+        && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        && ext.chars().any(|c| c.is_ascii_alphabetic())
+        && v.chars().all(|c| c.is_alphanumeric() || "._-".contains(c))
+}
+
+/// `value` (a file name) is a whole word or path component of `view`: bounded
+/// on each side by the start or end, whitespace, a path separator, a quote or
+/// `=`.
+fn file_name_in(view: &str, value: &str) -> bool {
+    if !is_file_name(value) {
+        return false;
+    }
+    let edge = |c: Option<char>| c.is_none_or(|c| c.is_whitespace() || "/\\\"'`=".contains(c));
+    view.match_indices(value).any(|(i, _)| {
+        edge(view[..i].chars().next_back()) && edge(view[i + value.len()..].chars().next())
+    })
 }
 
 /// `view` is a path under the labelled path `value` (a file in a directory the
@@ -646,6 +677,8 @@ impl TaintStore {
                             "exact"
                         } else if *how == "substring" && child_path(view, value) {
                             "child_path"
+                        } else if *how == "substring" && file_name_in(view, value) {
+                            "file_name"
                         } else {
                             how
                         };
@@ -780,7 +813,18 @@ mod tests {
         assert!(is_reference("~/notes/todo.md"));
         assert!(is_reference("C:\\Users\\ana\\book.xlsx"));
         assert!(!is_reference("/ a sentence with spaces"));
-        assert!(!is_reference("notes.txt"));
+        // A bare file name is a reference too (`ls` printed it); numbers and
+        // versions are not file names.
+        assert!(is_reference("notes.txt"));
+        assert!(is_reference("survey.xlsx"));
+        for v in ["3.14", "1.2.3", "notes", ".env", "a b.txt", "x.toolongext"] {
+            assert!(!is_file_name(v), "{v}");
+        }
+        assert!(file_name_in("wc -l survey.csv", "survey.csv"));
+        assert!(file_name_in("/tmp/x/survey.csv", "survey.csv"));
+        assert!(file_name_in("--file=\"survey.csv\"", "survey.csv"));
+        assert!(!file_name_in("old_survey.csv", "survey.csv"));
+        assert!(!file_name_in("survey.csv.bak", "survey.csv"));
         assert!(child_path("/srv/data/new.txt", "/srv/data"));
         assert!(child_path("/srv/data/a/b.txt", "/srv/data/"));
         assert!(!child_path("/srv/database.txt", "/srv/data"));
@@ -892,6 +936,20 @@ mod tests {
         let got = t.label_result(&result, &result, &label("alpha"));
         let values: Vec<&str> = got.iter().map(|(v, _)| v.as_str()).collect();
         assert_eq!(values, ["TRK-33334444"]);
+    }
+
+    #[test]
+    fn a_file_name_a_server_printed_is_matched_as_a_file_name() {
+        let mut t = TaintStore::new(64, 6);
+        t.add_result(&json!("survey.csv\nnotes.txt\n"), &label("cli"));
+        let m = t.matches(&json!({"command": "wc -l survey.csv"}));
+        assert_eq!(m.len(), 1);
+        assert_eq!((m[0].how, m[0].reference), ("file_name", true));
+        let m = t.matches(&json!({"path": "/data/notes.txt"}));
+        assert_eq!((m[0].how, m[0].reference), ("file_name", true));
+        // Inside a longer word it is an ordinary substring.
+        let m = t.matches(&json!({"body": "see my_survey.csv.bak"}));
+        assert_eq!(m[0].how, "substring");
     }
 
     #[test]
