@@ -1,10 +1,14 @@
 //! The audit log: every decision record appended to a JSONL file, indexed in SQLite.
 //!
 //! Durability is the point. [`AuditLog::append`] returns only after the records are
-//! written (and, with `fsync`, on disk); the gateway forwards a decision only after
-//! that, so a crash never loses the record of a message that was forwarded. One
-//! writer thread owns both files and commits in groups: concurrent callers share one
-//! `fsync`, which keeps the per-call cost flat under load.
+//! written to the log (write(2)); the gateway forwards a decision only after that,
+//! so a crash or kill -9 of the gateway never loses the record of a message that
+//! was forwarded. When the records reach the disk is [`Durability`]: by default
+//! (`group`) the writer `fsync`s at most [`AuditConfig::sync_interval_ms`] after
+//! the first unsynced write, so a power loss or kernel crash can lose at most that
+//! window of records; `fsync` syncs every group before its decisions are released.
+//! One writer thread owns both files and commits in groups: concurrent callers
+//! share one write and one `fsync`, which keeps the per-call cost flat under load.
 //!
 //! Secrets are redacted before anything is written: every excerpt and reason is
 //! passed through the egress guard's secret and PII detectors and masked.
@@ -40,6 +44,8 @@ pub enum AuditError {
     },
     #[error("audit guard: {0}")]
     Guard(String),
+    #[error("{0}")]
+    Config(String),
     #[error("audit writer stopped: {0}")]
     Stopped(String),
 }
@@ -53,22 +59,90 @@ pub struct AuditConfig {
     /// The SQLite index beside it; absent = `<log>.sqlite`.
     #[serde(default)]
     pub index: Option<PathBuf>,
-    /// `fsync` the log before a decision is forwarded (default true). Off, a crash
-    /// of the machine (not of the gateway) can lose the last records.
-    #[serde(default = "yes")]
-    pub fsync: bool,
+    /// When records reach the disk (see [`Durability`]; absent = `group`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durability: Option<Durability>,
+    /// `group`: the longest a written record waits for its `fsync`, in
+    /// milliseconds (default 50, at most 1000).
+    #[serde(default = "default_sync_interval")]
+    pub sync_interval_ms: u64,
+    /// The older spelling: `fsync = true` is `durability = "fsync"`, `fsync =
+    /// false` is `durability = "none"`. Giving both is an error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsync: Option<bool>,
 }
 
-fn yes() -> bool {
-    true
+/// When the audit log's records reach the disk. Every mode writes a decision's
+/// record (write(2)) before the decision is forwarded, which survives a crash or
+/// kill -9 of the gateway; the modes differ in what a power loss or kernel crash
+/// can lose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// `fsync` within `sync_interval_ms` of the first unsynced write: a power
+    /// loss loses at most that window of records (whose messages may already
+    /// have been forwarded).
+    #[default]
+    Group,
+    /// `fsync` before the decisions of a group are released: a power loss loses
+    /// no record of a forwarded message. Costs a disk flush per group.
+    Fsync,
+    /// Never `fsync` (the OS writes back when it likes, typically within 30 s).
+    None,
 }
+
+impl Durability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::Group => "group",
+            Durability::Fsync => "fsync",
+            Durability::None => "none",
+        }
+    }
+}
+
+fn default_sync_interval() -> u64 {
+    50
+}
+
+/// The largest accepted `sync_interval_ms`.
+pub const MAX_SYNC_INTERVAL_MS: u64 = 1000;
 
 impl AuditConfig {
     pub fn at(log: impl Into<PathBuf>) -> AuditConfig {
         AuditConfig {
             log: log.into(),
             index: None,
-            fsync: true,
+            durability: None,
+            sync_interval_ms: default_sync_interval(),
+            fsync: None,
+        }
+    }
+
+    /// The durability in force, the older `fsync` spelling folded in; an error
+    /// names the conflicting options.
+    pub fn effective_durability(&self) -> Result<Durability, String> {
+        if !(1..=MAX_SYNC_INTERVAL_MS).contains(&self.sync_interval_ms) {
+            return Err(format!(
+                "[audit] sync_interval_ms = {} is out of range: give 1 to {MAX_SYNC_INTERVAL_MS} (milliseconds)",
+                self.sync_interval_ms
+            ));
+        }
+        let legacy = self.fsync.map(|f| {
+            if f {
+                Durability::Fsync
+            } else {
+                Durability::None
+            }
+        });
+        match (self.durability, legacy) {
+            (Some(d), Some(l)) if d != l => Err(format!(
+                "[audit] fsync = {} and durability = \"{}\" disagree: keep only durability (\"group\", \"fsync\" or \"none\")",
+                self.fsync.unwrap_or_default(),
+                d.as_str()
+            )),
+            (Some(d), _) | (None, Some(d)) => Ok(d),
+            (None, None) => Ok(Durability::default()),
         }
     }
 
@@ -108,7 +182,8 @@ struct Writer {
     log_path: PathBuf,
     db: Connection,
     db_path: PathBuf,
-    fsync: bool,
+    durability: Durability,
+    sync_interval: std::time::Duration,
     guard: EgressGuard,
 }
 
@@ -132,12 +207,14 @@ impl AuditLog {
         let db_path = config.index_path();
         let db = open_index(&db_path)?;
         let guard = EgressGuard::new(egress).map_err(|e| AuditError::Guard(e.to_string()))?;
+        let durability = config.effective_durability().map_err(AuditError::Config)?;
         let mut writer = Writer {
             log: file,
             log_path,
             db,
             db_path,
-            fsync: config.fsync,
+            durability,
+            sync_interval: std::time::Duration::from_millis(config.sync_interval_ms),
             guard,
         };
         let (tx, rx) = mpsc::channel::<Batch>();
@@ -159,7 +236,8 @@ impl AuditLog {
         &self.config
     }
 
-    /// Append records; returns once they are durable (per `fsync`).
+    /// Append records; returns once they are written to the log (and, with
+    /// `durability = "fsync"`, on disk).
     pub async fn append(&self, records: Vec<DecisionRecord>) -> Result<(), AuditError> {
         if records.is_empty() {
             return Ok(());
@@ -223,7 +301,28 @@ type IndexRow = (DecisionRecord, u64, u64);
 impl Writer {
     fn run(&mut self, rx: mpsc::Receiver<Batch>) {
         let mut index_failure: Option<String> = None;
-        while let Ok(first) = rx.recv() {
+        // `group`: when the oldest write not yet synced was made.
+        let mut unsynced: Option<std::time::Instant> = None;
+        loop {
+            let first = match unsynced {
+                None => match rx.recv() {
+                    Ok(b) => b,
+                    Err(_) => break,
+                },
+                Some(since) => {
+                    let left = (since + self.sync_interval)
+                        .saturating_duration_since(std::time::Instant::now());
+                    match rx.recv_timeout(left) {
+                        Ok(b) => b,
+                        Err(mpsc::RecvTimeoutError::Timeout) => {
+                            unsynced = None;
+                            self.sync_window(&mut index_failure);
+                            continue;
+                        }
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            };
             // Group commit: everything queued now shares one flush and fsync.
             let mut group = vec![first];
             while let Ok(more) = rx.try_recv() {
@@ -236,7 +335,7 @@ impl Writer {
             // durable. The index is derived from it and written after the release;
             // if that fails, every later decision fails closed.
             let outcome = match &index_failure {
-                Some(e) => Err(format!("audit index write failed earlier: {e}")),
+                Some(e) => Err(format!("the audit log failed earlier: {e}")),
                 None => self.write_log(&group).map_err(|e| e.to_string()),
             };
             if let Err(e) = &outcome {
@@ -246,6 +345,15 @@ impl Writer {
                 Ok(rows) => {
                     for b in group {
                         let _ = b.ack.send(Ok(()));
+                    }
+                    if self.durability == Durability::Group {
+                        let since = *unsynced.get_or_insert_with(std::time::Instant::now);
+                        // Under steady traffic the queue never runs dry: sync
+                        // when the window is up, not only when it is idle.
+                        if since.elapsed() >= self.sync_interval {
+                            unsynced = None;
+                            self.sync_window(&mut index_failure);
+                        }
                     }
                     rows
                 }
@@ -260,6 +368,19 @@ impl Writer {
                 tracing::error!(error = %e, "audit index write failed; later decisions fail closed");
                 index_failure = Some(e.to_string());
             }
+        }
+        if unsynced.is_some() {
+            self.sync_window(&mut index_failure);
+        }
+    }
+
+    /// `group`: sync what was written since the last sync. A failed sync means
+    /// records may not survive a power loss: later decisions fail closed.
+    fn sync_window(&mut self, failure: &mut Option<String>) {
+        if let Err(e) = self.log.sync_data() {
+            let e = format!("fsync of {}: {e}", self.log_path.display());
+            tracing::error!(error = %e, "audit fsync failed; later decisions fail closed");
+            failure.get_or_insert(e);
         }
     }
 
@@ -289,7 +410,7 @@ impl Writer {
         let written = (|| {
             let base = self.log.metadata()?.len();
             self.log.write_all(&buf)?;
-            if self.fsync {
+            if self.durability == Durability::Fsync {
                 self.log.sync_data()?;
             }
             Ok(base)
@@ -422,4 +543,76 @@ fn scan_log(config: &AuditConfig, id: &str) -> Result<Option<DecisionRecord>, Au
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn audit_toml(body: &str) -> AuditConfig {
+        toml::from_str(&format!("log = \"a.jsonl\"\n{body}")).expect("an [audit] table")
+    }
+
+    #[test]
+    fn durability_defaults_to_group_and_reads_the_older_fsync_spelling() {
+        let d = |body: &str| audit_toml(body).effective_durability();
+        assert_eq!(d(""), Ok(Durability::Group));
+        assert_eq!(d("durability = \"fsync\""), Ok(Durability::Fsync));
+        assert_eq!(d("durability = \"none\""), Ok(Durability::None));
+        assert_eq!(d("fsync = true"), Ok(Durability::Fsync));
+        assert_eq!(d("fsync = false"), Ok(Durability::None));
+        assert_eq!(
+            d("fsync = true\ndurability = \"fsync\""),
+            Ok(Durability::Fsync)
+        );
+        let err = d("fsync = false\ndurability = \"group\"").unwrap_err();
+        assert!(err.contains("disagree"), "{err}");
+        let err = d("sync_interval_ms = 0").unwrap_err();
+        assert!(err.contains("sync_interval_ms"), "{err}");
+        assert!(d("sync_interval_ms = 5000").is_err());
+        assert!(toml::from_str::<AuditConfig>("log = \"a\"\ndurability = \"sometimes\"").is_err());
+    }
+
+    fn record(id: &str) -> DecisionRecord {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "position": 0, "time": "2026-12-02T00:00:00Z", "config_hash": "c",
+            "channel": "tool_result", "server": "s", "tool": "t", "path": null,
+            "input_sha256": "0", "input_len": 0, "stages": [], "score": 0.0,
+            "thresholds": {"review": 0.5, "block": 0.9}, "status": "ALLOW",
+            "action": "pass", "reasons": [], "latency_us": 0
+        }))
+        .expect("a decision record")
+    }
+
+    #[tokio::test]
+    async fn every_mode_has_the_record_in_the_log_when_append_returns() {
+        for mode in [Durability::Group, Durability::Fsync, Durability::None] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut cfg = AuditConfig::at(dir.path().join("audit.jsonl"));
+            cfg.durability = Some(mode);
+            let log =
+                AuditLog::open(cfg.clone(), &portcullis_core::Config::default().egress).unwrap();
+            for i in 0..20 {
+                let id = format!("{}-{i}", mode.as_str());
+                log.append(vec![record(&id)]).await.unwrap();
+                // Another reader (a crash dump, `portcullis audit`) sees it now.
+                let text = std::fs::read_to_string(&cfg.log).unwrap();
+                assert!(text.contains(&id), "{mode:?}: {id} not in the log");
+            }
+            drop(log);
+            assert_eq!(
+                std::fs::read_to_string(&cfg.log).unwrap().lines().count(),
+                20
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_interval_refuses_to_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = AuditConfig::at(dir.path().join("audit.jsonl"));
+        cfg.sync_interval_ms = 0;
+        let err = AuditLog::open(cfg, &portcullis_core::Config::default().egress).unwrap_err();
+        assert!(err.to_string().contains("sync_interval_ms"), "{err}");
+    }
 }

@@ -786,7 +786,10 @@ url = "http://127.0.0.1:9/mcp"
         assert_eq!(c.audit.log, dir.path().join("audit/log.jsonl"));
         assert_eq!(c.servers[0].args, vec!["-y", "a b"]);
         assert_eq!(c.servers[0].command.as_deref(), Some("npx"));
-        assert!(c.audit.fsync);
+        assert_eq!(
+            c.audit.effective_durability(),
+            Ok(crate::audit::Durability::Group)
+        );
         assert_eq!(c.fail_mode, FailMode::Closed);
         assert!(c.namespaced());
     }

@@ -28,8 +28,9 @@ pub struct ProxyArgs {
     /// $PORTCULLIS_AUDIT_LOG, else ~/.local/state/portcullis/audit.jsonl.
     #[arg(long, value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
-    /// Do not fsync the audit log before forwarding (faster; a machine crash can
-    /// lose the last records).
+    /// Never fsync the audit log (`[audit] durability = "none"`): records are
+    /// still written before their messages are forwarded, but a power loss can
+    /// lose whatever the OS had not written back.
     #[arg(long)]
     pub no_fsync: bool,
     /// Detector configuration (as `scan --config`); overrides the gateway file's
@@ -107,7 +108,8 @@ fn gateway_config(args: &ProxyArgs) -> Result<GatewayConfig> {
         cfg.audit.index = None;
     }
     if args.no_fsync {
-        cfg.audit.fsync = false;
+        cfg.audit.durability = Some(portcullis_mcp::audit::Durability::None);
+        cfg.audit.fsync = None;
     }
     if let Some(l) = &args.listen {
         cfg.listen = Some(l.clone());
