@@ -38,6 +38,12 @@ pub enum Provenance {
     Original,
     Transformed,
     Wrapped,
+    /// Listed from a real MCP server package (`corpus/harvest/`); `source` is
+    /// `npm:<package>@<version>` or `pypi:<package>@<version>`, the lineage group
+    /// the package.
+    Harvested,
+    /// A corpus text written into a harvested carrier (`carriers.rs`).
+    Carried,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -93,6 +99,10 @@ pub struct Record {
     pub transform: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wrapper: Option<String>,
+    /// Harvested records (and texts carried into them): where in the package's
+    /// listing the item came from, e.g. `tools/list[4] config_helper`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 pub const REGISTERS: &[&str] = &[
@@ -194,6 +204,13 @@ impl Record {
             }
         }
         match (self.provenance, &self.parent_id) {
+            (Provenance::Harvested, None)
+                if self.label == Label::Benign
+                    && (self.source.starts_with("npm:") || self.source.starts_with("pypi:"))
+                    && self.lineage_group.contains(':') => {}
+            (Provenance::Harvested, _) => {
+                return Err("a harvested record is benign, has parent_id null, source npm:/pypi:<package>@<version> and its package as lineage_group".into())
+            }
             (Provenance::Original, None) if self.lineage_group == self.id => {}
             (Provenance::Original, _) => {
                 return Err("an original record has parent_id null and lineage_group = id".into())
@@ -293,13 +310,18 @@ pub const WRAP_PERCENT: u64 = 15;
 /// which a rule fires shares trigger vocabulary with the rules, so it cannot measure
 /// generalisation beyond them (seed 001's de-circularization): it goes to the test
 /// split instead, where it still counts as an independently written attack.
+///
+/// `harvested` (real tool listings, `corpus/harvest/`) get their splits by package,
+/// and the corpus's description and schema texts are carried into them
+/// ([`crate::carriers::carry`]).
 pub fn build(
     base: Vec<Record>,
     rules_blind: Vec<Record>,
+    harvested: Vec<Record>,
     fires_rule: &dyn Fn(&Record) -> bool,
 ) -> Result<Vec<Record>, CorpusError> {
     let mut seen = HashSet::new();
-    for r in base.iter().chain(&rules_blind) {
+    for r in base.iter().chain(&rules_blind).chain(&harvested) {
         if !seen.insert(r.id.clone()) {
             return Err(CorpusError::DuplicateId(r.id.clone()));
         }
@@ -339,6 +361,15 @@ pub fn build(
                 w.apply(text),
             ));
         }
+    }
+    let harvested_from = out.len();
+    for mut r in harvested {
+        r.split = Some(split_of(&r.lineage_group));
+        out.push(r);
+    }
+    if out.len() > harvested_from {
+        let carried = crate::carriers::carry(&out);
+        out.extend(carried);
     }
     for mut r in rules_blind {
         r.split = Some(if fires_rule(&r) {

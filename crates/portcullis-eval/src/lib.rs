@@ -3,6 +3,7 @@
 
 pub mod analysis;
 pub mod calibrate;
+pub mod carriers;
 pub mod corpus;
 pub mod input;
 pub mod metrics;

@@ -35,6 +35,7 @@ fn the_committed_corpus_is_what_the_build_produces() {
     let rebuilt = corpus::build(
         load_dir("corpus/base"),
         load_dir("corpus/rules_blind"),
+        Vec::new(),
         &fires,
     )
     .unwrap();

@@ -20,6 +20,13 @@ pub struct BuildArgs {
     /// Directory of the rules-blind attack set.
     #[arg(long, default_value = "corpus/rules_blind")]
     pub rules_blind: PathBuf,
+    /// Also take the harvested real tool listings of this directory
+    /// (`corpus/harvest/`, scripts/harvest/README.md) and carry the corpus's
+    /// description and schema texts into them. Off by default: the committed
+    /// corpus, model and presets are built without them (docs/eval.md, "Real
+    /// carriers").
+    #[arg(long, value_name = "DIR")]
+    pub harvest: Option<PathBuf>,
     /// Where to write the built corpus.
     #[arg(long, default_value = "corpus/corpus.jsonl")]
     pub out: PathBuf,
@@ -45,10 +52,14 @@ fn load_dir(dir: &Path) -> Result<Vec<Record>> {
 pub fn build(args: BuildArgs) -> Result<()> {
     let base = load_dir(&args.base)?;
     let blind = load_dir(&args.rules_blind)?;
+    let harvested = match &args.harvest {
+        Some(dir) => load_dir(dir).with_context(|| format!("reading {}", dir.display()))?,
+        None => Vec::new(),
+    };
     let rules = portcullis_detect::rules::RuleSet::embedded()?;
     let fires = |r: &Record| train::fires_any_rule(&rules, r);
     let blind_total = blind.len();
-    let records = corpus::build(base, blind, &fires)?;
+    let records = corpus::build(base, blind, harvested, &fires)?;
     let kept = records
         .iter()
         .filter(|r| r.split == Some(Split::RulesBlind))
