@@ -256,7 +256,7 @@ pub async fn bind_http(
     if let Some(var) = &config.bearer_token_env {
         let token = std::env::var(var)
             .ok()
-            .filter(|t| !t.is_empty())
+            .filter(|t| !t.trim().is_empty())
             .ok_or_else(|| ServeError::Token(var.clone()))?;
         app = app.layer(axum::middleware::from_fn_with_state(
             Arc::new(Token::new(&token)),
@@ -308,8 +308,10 @@ fn nodelay(
 struct Token([u8; 32]);
 
 impl Token {
+    /// From the configured token; surrounding whitespace (a newline left by
+    /// `export T=$(cat file)`) is not part of it, as no client can send it.
     fn new(token: &str) -> Token {
-        Token(sha256(token.as_bytes()))
+        Token(sha256(token.trim().as_bytes()))
     }
 
     /// Whether an `Authorization` header value carries this token under the
@@ -357,6 +359,8 @@ mod tests {
     #[test]
     fn the_token_is_matched_under_any_case_of_the_scheme_and_nothing_else() {
         let t = super::Token::new("s3cret-0123");
+        let padded = super::Token::new(" s3cret-0123\n");
+        assert!(padded.accepts(b"Bearer s3cret-0123"));
         for ok in [
             "Bearer s3cret-0123",
             "bearer s3cret-0123",
