@@ -20,6 +20,8 @@ Options:
     --mode legacy|auto|VERSION  connection mode of the SDK (default auto: server/discover,
                                 falling back to the initialize handshake)
     --timeout SECONDS           per-request read timeout (default 30)
+    --header NAME:VALUE         an HTTP header sent with every request (repeatable; --http only),
+                                e.g. "Authorization: Bearer TOKEN"
     --progress                  ask for progress notifications on tool calls
     --sampling-reply TEXT       the fixed reply to sampling/createMessage
     --no-sampling               do not declare sampling (no sampling callback)
@@ -63,6 +65,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--stdio", action="store_true", help="launch the command after `--` and talk over its stdio")
     target.add_argument("--http", metavar="URL", help="Streamable HTTP endpoint URL")
+    p.add_argument("--header", action="append", default=[], metavar="NAME:VALUE",
+                   help="an HTTP header sent with every request (e.g. 'Authorization: Bearer T')")
     p.add_argument("--call", action="append", default=[], metavar="TOOL")
     p.add_argument("--args", action="append", default=[], metavar="JSON")
     p.add_argument("--calls", metavar="JSON")
@@ -179,6 +183,17 @@ async def run(ns: argparse.Namespace, command: list[str], raw: list[str]) -> tup
 
     if ns.stdio:
         server: Any = StdioServerParameters(command=command[0], args=command[1:])
+    elif ns.header:
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        headers = {}
+        for h in ns.header:
+            name, sep, value = h.partition(":")
+            if not sep:
+                raise SystemExit(f"--header {h!r}: expected NAME:VALUE")
+            headers[name.strip()] = value.strip()
+        server = streamable_http_client(ns.http, http_client=create_mcp_http_client(headers=headers))
     else:
         server = ns.http
 

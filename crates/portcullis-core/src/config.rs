@@ -130,8 +130,9 @@ pub struct EmbeddingConfig {
     /// Weight of its probability in the fusion.
     pub weight: f64,
     /// Directory with the model files (`scripts/fetch-models.sh` installs them).
-    /// A relative path is taken from the working directory, else from the
-    /// repository the binary was built from.
+    /// A relative path is taken from the working directory, else from where the
+    /// executable is installed (`portcullis_core::resolve_install_path`), never
+    /// from a path compiled into the binary.
     pub models_dir: String,
     /// Classifier head file; absent = the head embedded in the binary.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -147,7 +148,9 @@ pub struct EmbeddingConfig {
     /// What runs the model: `onnx` (ONNX Runtime, the default) or `candle`.
     pub backend: EmbeddingBackend,
     /// The ONNX Runtime library for backend `onnx` (`scripts/fetch-models.sh`
-    /// installs it); a relative path is resolved as `models_dir` is.
+    /// installs it); a relative path is resolved as `models_dir` is. Loaded
+    /// only if its SHA-256 is the pinned build's
+    /// (`portcullis_embed::ONNXRUNTIME_SHA256`).
     pub onnxruntime: String,
 }
 

@@ -39,20 +39,29 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
 }
 
-/// Resolve a configured path (a models directory): absolute paths and paths that
-/// exist relative to the working directory are used as they are; otherwise a
-/// relative path is taken relative to the source tree this binary was built from
-/// (so tests and `cargo run` work from any folder of the repository).
-pub fn resolve_repo_path(configured: &str) -> std::path::PathBuf {
+/// Resolve a configured path (a models directory, the ONNX Runtime library):
+/// absolute paths are used as they are; a relative path is taken relative to
+/// the working directory when it exists there, else relative to where the
+/// running executable is installed — its directory or one of its three
+/// nearest ancestors (`/opt/portcullis/bin/portcullis` finds
+/// `/opt/portcullis/models`; a cargo build in `target/debug/` and its test
+/// binaries in `target/debug/deps/` find the checkout's `models/`). Never a
+/// path compiled into the binary: the directory a binary was built in may not
+/// exist on the machine it runs on, and whoever creates it there would choose
+/// what is loaded. Nothing found: the path as given, for the error to name.
+pub fn resolve_install_path(configured: &str) -> std::path::PathBuf {
     let p = std::path::PathBuf::from(configured);
     if p.is_absolute() || p.exists() {
         return p;
     }
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let in_repo = repo.join(&p);
-    if in_repo.exists() {
-        in_repo
-    } else {
-        p
-    }
+    let exe = std::env::current_exe().ok();
+    let found = exe
+        .as_deref()
+        .and_then(std::path::Path::parent)
+        .into_iter()
+        .flat_map(std::path::Path::ancestors)
+        .take(4)
+        .map(|dir| dir.join(&p))
+        .find(|candidate| candidate.exists());
+    found.unwrap_or(p)
 }

@@ -14,6 +14,7 @@ pub mod lexical;
 pub mod normalize;
 mod pipeline;
 pub mod policy;
+pub mod redact;
 pub mod review;
 pub mod rules;
 pub mod stages;

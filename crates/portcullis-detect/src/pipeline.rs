@@ -46,6 +46,9 @@ pub struct Detector {
     stages: Vec<Box<dyn Stage>>,
     /// The LLM review, after fusion (when `review.enabled`).
     review: Option<ReviewStage>,
+    /// Masks secrets and PII in every text of a record before it leaves
+    /// ([`crate::redact::redact_record`]).
+    redactor: crate::guard::EgressGuard,
     config_hash: String,
 }
 
@@ -96,11 +99,13 @@ impl Detector {
             None
         };
         let config_hash = config.hash_with(rules.fingerprint());
+        let redactor = crate::guard::EgressGuard::new(&config.egress)?;
         Ok(Detector {
             config,
             rules,
             stages,
             review,
+            redactor,
             config_hash,
         })
     }
@@ -380,27 +385,30 @@ impl Detector {
             reasons.extend(refused);
             r.record
         });
+        let mut record = DecisionRecord {
+            id: meta.id,
+            position: meta.position,
+            time: portcullis_core::now_rfc3339(),
+            config_hash: self.config_hash.clone(),
+            channel: h.channel,
+            server: h.server,
+            tool: h.tool,
+            path: h.path,
+            input_sha256: h.sha,
+            input_len: h.len,
+            stages: stage_outputs,
+            score,
+            thresholds,
+            status,
+            action,
+            reasons,
+            latency_us: micros(started),
+            review,
+        };
+        // Secrets never reach a record, whichever stage quoted them.
+        crate::redact::redact_record(&mut record, &self.redactor);
         Inspection {
-            record: DecisionRecord {
-                id: meta.id,
-                position: meta.position,
-                time: portcullis_core::now_rfc3339(),
-                config_hash: self.config_hash.clone(),
-                channel: h.channel,
-                server: h.server,
-                tool: h.tool,
-                path: h.path,
-                input_sha256: h.sha,
-                input_len: h.len,
-                stages: stage_outputs,
-                score,
-                thresholds,
-                status,
-                action,
-                reasons,
-                latency_us: micros(started),
-                review,
-            },
+            record,
             masked,
             masks,
         }

@@ -43,7 +43,7 @@ impl ReviewStage {
         let n = cfg.concurrency;
         let backends: Vec<Box<dyn Backend>> = match cfg.backend {
             ReviewBackend::Embedded => {
-                let dir = portcullis_core::resolve_repo_path(&cfg.models_dir);
+                let dir = portcullis_core::resolve_install_path(&cfg.models_dir);
                 // f32 weights: the general matrix kernels (run-time CPU dispatch)
                 // were 2x faster than Q8_0 and 12x faster than the shipped Q4_1
                 // blocks here (docs/review.md).

@@ -18,6 +18,17 @@ pub enum EmbedError {
          embedding.backend = \"candle\""
     )]
     MissingRuntime { path: PathBuf },
+    #[error(
+        "the ONNX Runtime library {path} is not the build the embedding stage loads: its \
+         SHA-256 is {actual}, expected {expected}; a library is code, so it is loaded only \
+         when its hash is known. Reinstall it with `{FETCH_COMMAND}` (which checks the same \
+         hash), point embedding.onnxruntime at that file, or set embedding.backend = \"candle\""
+    )]
+    RuntimeHash {
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
     #[error("cannot load the embedding model from {dir}: {message}")]
     Load { dir: PathBuf, message: String },
     #[error("tokenizer: {0}")]

@@ -22,18 +22,20 @@ pub use error::{EmbedError, FETCH_COMMAND};
 pub use head::{Head, HeadParams, HeadProvenance};
 pub use index::{Index, Neighbour};
 pub use model::{cosine, Backend, Embedder, DEFAULT_ONNXRUNTIME, DIM};
+pub use onnx::ONNXRUNTIME_SHA256;
+pub use portcullis_core::resolve_install_path;
 
 use std::path::{Path, PathBuf};
 
 include!(concat!(env!("OUT_DIR"), "/embedded_head.rs"));
 
-/// Default models directory (relative to the working directory, else to the
-/// repository this binary was built from).
+/// Default models directory (relative to the working directory, else to where
+/// the executable is installed: [`portcullis_core::resolve_install_path`]).
 pub const DEFAULT_MODELS_DIR: &str = "models/all-MiniLM-L6-v2";
 
-/// Resolve a configured models directory (see [`portcullis_core::resolve_repo_path`]).
+/// Resolve a configured models directory (see [`portcullis_core::resolve_install_path`]).
 pub fn resolve_models_dir(configured: &str) -> PathBuf {
-    portcullis_core::resolve_repo_path(configured)
+    portcullis_core::resolve_install_path(configured)
 }
 
 /// How one chunk scored.

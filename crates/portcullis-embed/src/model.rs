@@ -92,7 +92,7 @@ impl Backend {
     pub fn from_config(backend: EmbeddingBackend, onnxruntime: &str) -> Backend {
         match backend {
             EmbeddingBackend::Onnx => Backend::Onnx {
-                runtime: portcullis_core::resolve_repo_path(onnxruntime),
+                runtime: portcullis_core::resolve_install_path(onnxruntime),
             },
             EmbeddingBackend::Candle => Backend::Candle,
         }

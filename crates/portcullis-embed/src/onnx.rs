@@ -23,6 +23,63 @@ pub const MODEL_FILE: &str = "model.onnx";
 /// The runtime library a process loaded first; `ort` loads one per process.
 static RUNTIME: OnceLock<PathBuf> = OnceLock::new();
 
+/// The open file the runtime library was hashed from and is loaded from (by
+/// its descriptor, on Linux): kept open for the life of the process.
+static RUNTIME_FILE: OnceLock<std::fs::File> = OnceLock::new();
+
+/// SHA-256 of the one ONNX Runtime build this stage loads: `capi/libonnxruntime.so.1.22.1`
+/// of the PyPI wheel `onnxruntime==1.22.1` (manylinux_2_28 x86_64), the file and
+/// hash `scripts/fetch-models.sh` installs and checks. A library is code: any
+/// other file at the configured path (planted, swapped, or simply another
+/// build) is refused before it is loaded.
+pub const ONNXRUNTIME_SHA256: &str =
+    "ad9665887025474170d3e71cd28021e7e811c5bf201bc365f953e34a2c4989cc";
+
+/// Open the library and check its SHA-256 against [`ONNXRUNTIME_SHA256`]. The
+/// file is hashed through the returned descriptor, which is what is then loaded
+/// on Linux (`/proc/self/fd/N`), so a file swapped after the check is not the
+/// one loaded.
+fn verified_runtime(runtime: &Path) -> Result<std::fs::File, EmbedError> {
+    use sha2::{Digest, Sha256};
+    use std::io::{Read, Seek};
+    let io_err = |e: std::io::Error| EmbedError::Load {
+        dir: runtime.to_path_buf(),
+        message: format!("reading the ONNX Runtime library: {e}"),
+    };
+    let mut file = std::fs::File::open(runtime).map_err(io_err)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).map_err(io_err)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    let actual = hex::encode(hasher.finalize());
+    if actual != ONNXRUNTIME_SHA256 {
+        return Err(EmbedError::RuntimeHash {
+            path: runtime.to_path_buf(),
+            expected: ONNXRUNTIME_SHA256.to_string(),
+            actual,
+        });
+    }
+    file.rewind().map_err(io_err)?;
+    Ok(file)
+}
+
+/// The path the dynamic loader is given for a verified library file.
+#[cfg(target_os = "linux")]
+fn load_path(file: &std::fs::File, _runtime: &Path) -> String {
+    use std::os::fd::AsRawFd;
+    format!("/proc/self/fd/{}", file.as_raw_fd())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn load_path(_file: &std::fs::File, runtime: &Path) -> String {
+    runtime.display().to_string()
+}
+
 pub(crate) struct OnnxEncoder {
     /// `Session::run` takes `&mut self`; one run at a time uses every intra-op thread.
     session: Mutex<Session>,
@@ -46,28 +103,32 @@ fn init_runtime(runtime: &Path, dir: &Path) -> Result<(), EmbedError> {
             path: runtime.to_path_buf(),
         });
     }
+    if RUNTIME.get().is_some_and(|loaded| loaded == runtime) {
+        return Ok(());
+    }
+    // Checked before anything else is said of the file, so a planted library is
+    // reported as such however the process got here.
+    let file = verified_runtime(runtime)?;
     if let Some(loaded) = RUNTIME.get() {
-        return if loaded == runtime {
-            Ok(())
-        } else {
-            Err(load_err(format!(
-                "ONNX Runtime is already loaded from {} in this process; it cannot also load {}",
-                loaded.display(),
-                runtime.display()
-            )))
-        };
+        return Err(load_err(format!(
+            "ONNX Runtime is already loaded from {} in this process; it cannot also load {}",
+            loaded.display(),
+            runtime.display()
+        )));
     }
     let path = runtime.to_path_buf();
+    let load_from = load_path(&file, runtime);
     // `ort` panics (rather than returning an error) when the library cannot be
     // opened or is too old; turn that into an error naming the file.
     let committed = std::panic::catch_unwind(|| {
-        ort::init_from(path.display().to_string())
+        ort::init_from(load_from)
             .with_name("portcullis")
             .with_telemetry(false)
             .commit()
     });
     match committed {
         Ok(Ok(_)) => {
+            let _ = RUNTIME_FILE.set(file);
             let _ = RUNTIME.set(path);
             Ok(())
         }

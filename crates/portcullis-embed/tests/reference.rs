@@ -122,3 +122,32 @@ fn a_missing_onnx_runtime_names_the_fetch_command() {
     assert!(msg.contains("scripts/fetch-models.sh"), "{msg}");
     assert!(msg.contains("/nonexistent/libonnxruntime.so"), "{msg}");
 }
+
+#[test]
+fn an_onnx_runtime_library_with_another_hash_is_not_loaded() {
+    let dir = resolve_models_dir(portcullis_embed::DEFAULT_MODELS_DIR);
+    // A planted library: any file at the configured path that is not the
+    // pinned build (here, a copy of the real one with one byte changed, which
+    // would load and run).
+    let real = portcullis_embed::resolve_install_path(portcullis_embed::DEFAULT_ONNXRUNTIME);
+    let mut bytes = std::fs::read(&real)
+        .unwrap_or_else(|e| panic!("{}: {e} (run scripts/fetch-models.sh)", real.display()));
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    let tmp = std::env::temp_dir().join(format!("portcullis-planted-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let planted = tmp.join("libonnxruntime.so.1.22.1");
+    std::fs::write(&planted, &bytes).unwrap();
+    let backend = Backend::Onnx {
+        runtime: planted.clone(),
+    };
+    let err = Embedder::load(&dir, &backend).expect_err("a library of another hash");
+    let msg = err.to_string();
+    let _ = std::fs::remove_dir_all(&tmp);
+    assert!(matches!(err, EmbedError::RuntimeHash { .. }), "{msg}");
+    assert!(msg.contains(&planted.display().to_string()), "{msg}");
+    assert!(msg.contains(portcullis_embed::ONNXRUNTIME_SHA256), "{msg}");
+    assert!(msg.contains("scripts/fetch-models.sh"), "{msg}");
+    // The pinned library itself still loads.
+    load(&Backend::default_onnx());
+}

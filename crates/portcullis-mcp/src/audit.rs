@@ -10,8 +10,10 @@
 //! One writer thread owns both files and commits in groups: concurrent callers
 //! share one write and one `fsync`, which keeps the per-call cost flat under load.
 //!
-//! Secrets are redacted before anything is written: every excerpt and reason is
-//! passed through the egress guard's secret and PII detectors and masked.
+//! Secrets are redacted before anything is written: every text of a record
+//! (finding excerpts, the embedding stage's evidence excerpt, reasons, the review
+//! model's verbatim output and error) is passed through the egress guard's secret
+//! and PII detectors and masked.
 //!
 //! The gateway is not the only writer: `portcullis review` appends the decision
 //! records of human approvals and denials to the same log. Each group is appended
@@ -462,25 +464,12 @@ impl Writer {
     }
 }
 
-/// A copy of the record with secrets and PII masked in every excerpt and reason.
+/// A copy of the record with secrets and PII masked in every text it carries
+/// ([`portcullis_detect::redact::redact_record`]: excerpts, evidence, reasons,
+/// the review model's output).
 pub fn redact(record: &DecisionRecord, guard: &EgressGuard) -> DecisionRecord {
-    let clean = |s: &str| -> String {
-        let found = guard.scan(s);
-        if found.is_empty() {
-            s.to_string()
-        } else {
-            EgressGuard::mask(s, &found, true, true)
-        }
-    };
     let mut r = record.clone();
-    for stage in &mut r.stages {
-        for f in &mut stage.findings {
-            f.excerpt = clean(&f.excerpt);
-        }
-    }
-    for reason in &mut r.reasons {
-        *reason = clean(reason);
-    }
+    portcullis_detect::redact::redact_record(&mut r, guard);
     r
 }
 

@@ -112,13 +112,15 @@ pub struct GatewayConfig {
     pub stdio: bool,
     /// Browser origins allowed to call the HTTP endpoint (requests with another
     /// `Origin` are refused; requests without one are allowed). Empty = only
-    /// loopback origins.
+    /// loopback origins on a loopback `listen`, none on any other.
     #[serde(default)]
     pub allowed_origins: Vec<String>,
-    /// Hosts accepted in the `Host` header (DNS-rebinding defence). Empty = loopback.
+    /// Hosts accepted in the `Host` header (DNS-rebinding defence). Empty =
+    /// loopback names; required for a `listen` that is not loopback.
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
-    /// Environment variable holding a bearer token the HTTP client must send.
+    /// Environment variable holding a bearer token the HTTP client must send;
+    /// required for a `listen` that is not loopback.
     #[serde(default)]
     pub bearer_token_env: Option<String>,
     /// Detector configuration file (as for `portcullis scan --config`); absent =
@@ -340,6 +342,46 @@ impl GatewayConfig {
         if self.request_timeout_secs == 0 || self.max_message_bytes == 0 {
             return bad("request_timeout_secs and max_message_bytes must be positive".into());
         }
+        for s in &self.taint.trust_read_only {
+            if !self.servers.iter().any(|c| &c.name == s) {
+                return bad(format!(
+                    "taint.trust_read_only names {s:?}, which is not a configured server; \
+                     list only [[server]] names"
+                ));
+            }
+        }
+        self.validate_listener()
+    }
+
+    /// A listener reachable from other machines must authenticate its clients and
+    /// name the hosts they reach it by: the loopback default of the Host check
+    /// is no defence there (any client can send `Host: 127.0.0.1`).
+    fn validate_listener(&self) -> Result<(), ConfigError> {
+        let Some(listen) = &self.listen else {
+            return Ok(());
+        };
+        if listen_is_loopback(listen) {
+            return Ok(());
+        }
+        if self.bearer_token_env.as_deref().is_none_or(str::is_empty) {
+            return Err(ConfigError::Invalid(format!(
+                "listen = {listen:?} is not a loopback address, and no bearer token is \
+                 configured: anyone who can reach it could use every upstream. Add \
+                 `bearer_token_env = \"VAR\"` to the gateway file (--config) and set VAR \
+                 to a long random token that clients send as `Authorization: Bearer \
+                 TOKEN`, or listen on 127.0.0.1"
+            )));
+        }
+        if self.allowed_hosts.is_empty() {
+            return Err(ConfigError::Invalid(format!(
+                "listen = {listen:?} is not a loopback address, and `allowed_hosts` is \
+                 empty: the default (loopback names only) cannot defend a listener other \
+                 machines reach. Add `allowed_hosts = [\"NAME\", \"NAME:PORT\"]` with \
+                 the host names clients use to reach the gateway to the gateway file \
+                 (--config); `allowed_origins` lists the browser origins allowed (none, \
+                 if empty)"
+            )));
+        }
         Ok(())
     }
 
@@ -352,6 +394,11 @@ impl GatewayConfig {
         })
     }
 
+    /// Whether the HTTP listener (if any) is reachable from this machine only.
+    pub fn listen_is_loopback(&self) -> bool {
+        self.listen.as_deref().is_none_or(listen_is_loopback)
+    }
+
     pub fn request_timeout(&self) -> Duration {
         Duration::from_secs(self.request_timeout_secs)
     }
@@ -360,6 +407,18 @@ impl GatewayConfig {
     pub fn namespaced(&self) -> bool {
         self.servers.len() > 1
     }
+}
+
+/// Whether a listen address (`IP:PORT`, `[IPv6]:PORT` or `localhost:PORT`) is
+/// a loopback address. Anything else (an unspecified address such as
+/// `0.0.0.0`, another interface, a host name) counts as reachable from other
+/// machines.
+pub fn listen_is_loopback(listen: &str) -> bool {
+    if let Ok(addr) = listen.parse::<std::net::SocketAddr>() {
+        return addr.ip().is_loopback();
+    }
+    let host = listen.rsplit_once(':').map_or(listen, |(h, _)| h);
+    host.eq_ignore_ascii_case("localhost")
 }
 
 /// Programs that run the server named in their arguments rather than being
@@ -680,6 +739,12 @@ pub struct TaintConfig {
     /// Tool classes by `"SERVER/TOOL"` (or `"*/TOOL"`), overriding the inferred class.
     #[serde(default)]
     pub classes: BTreeMap<String, ToolClass>,
+    /// Servers whose `readOnlyHint: true` is believed: their tools so marked are
+    /// not sinks whatever their name says. For every other server an annotation
+    /// can only make a tool more of a sink (`destructiveHint`, `openWorldHint`),
+    /// never less: the hints come from the server being judged.
+    #[serde(default)]
+    pub trust_read_only: Vec<String>,
 }
 
 impl Default for TaintConfig {
@@ -697,6 +762,7 @@ impl Default for TaintConfig {
             sensitive: default_block(),
             secret_env: Vec::new(),
             classes: BTreeMap::new(),
+            trust_read_only: Vec::new(),
         }
     }
 }
@@ -837,6 +903,57 @@ url = "http://127.0.0.1:9/mcp"
         assert_eq!(c.servers[0].name, "my__time");
         c.validate()
             .expect("one server is not namespaced: any name");
+    }
+
+    #[test]
+    fn a_listener_other_machines_reach_needs_a_token_and_its_host_names() {
+        let with = |listen: &str, extra: &str| -> Result<(), ConfigError> {
+            let text = format!(
+                "listen = {listen:?}\n{extra}\n[audit]\nlog = 'x'\n[[server]]\nname = 'a'\ncommand = 'x'"
+            );
+            let cfg: GatewayConfig = toml::from_str(&text).unwrap();
+            cfg.validate()
+        };
+        for loopback in ["127.0.0.1:8717", "[::1]:0", "localhost:8717", "127.0.0.2:1"] {
+            with(loopback, "").unwrap_or_else(|e| panic!("{loopback}: {e}"));
+        }
+        for open in [
+            "0.0.0.0:8717",
+            "[::]:8717",
+            "192.168.1.20:8717",
+            "gw.example:8717",
+        ] {
+            let e = with(open, "").unwrap_err().to_string();
+            assert!(
+                e.contains("bearer_token_env") && e.contains(open),
+                "{open}: {e}"
+            );
+            let e = with(open, "allowed_hosts = ['gw.example']")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("bearer_token_env"), "{open}: {e}");
+            let e = with(open, "bearer_token_env = 'TOK'")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("allowed_hosts"), "{open}: {e}");
+            let e = with(
+                open,
+                "bearer_token_env = ''\nallowed_hosts = ['gw.example']",
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("bearer_token_env"), "{open}: {e}");
+            with(
+                open,
+                "bearer_token_env = 'TOK'\nallowed_hosts = ['gw.example:8717']",
+            )
+            .unwrap_or_else(|e| panic!("{open}: {e}"));
+        }
+        let e = with("127.0.0.1:0", "[taint]\ntrust_read_only = ['nope']")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("trust_read_only") && e.contains("nope"), "{e}");
+        with("127.0.0.1:0", "[taint]\ntrust_read_only = ['a']").unwrap();
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The gateway's listeners: one client over this process's stdio, and many over
-//! Streamable HTTP (loopback by default, Host and Origin checked, optional bearer
-//! token).
+//! Streamable HTTP (loopback by default, Host and Origin checked, a bearer
+//! token compared in constant time; a listener other machines reach must have
+//! both a token and its host names configured, `GatewayConfig::validate`).
 
 use crate::config::GatewayConfig;
 use crate::gateway::Gateway;
@@ -32,7 +33,10 @@ pub enum ServeError {
     },
     #[error("HTTP listener: {0}")]
     Http(std::io::Error),
-    #[error("bearer token: environment variable {0} is not set or empty")]
+    #[error(
+        "bearer token: environment variable {0} (named by `bearer_token_env`) is not set or \
+         empty; set it to the token clients send as `Authorization: Bearer TOKEN`"
+    )]
     Token(String),
     #[error("{0}")]
     Start(String),
@@ -211,19 +215,32 @@ pub async fn bind_http(
     ct: CancellationToken,
 ) -> Result<HttpListener, ServeError> {
     let mut http = StreamableHttpServerConfig::default().with_cancellation_token(ct);
+    let loopback = crate::config::listen_is_loopback(listen);
+    if !loopback && (config.allowed_hosts.is_empty() || config.bearer_token_env.is_none()) {
+        // `GatewayConfig::validate` refuses this; a caller that skipped it
+        // must not get an open listener either.
+        return Err(ServeError::Start(format!(
+            "refusing to listen on {listen} (not loopback) without `bearer_token_env` and \
+             `allowed_hosts` in the gateway file"
+        )));
+    }
     if !config.allowed_hosts.is_empty() {
         http = http.with_allowed_hosts(config.allowed_hosts.clone());
     }
     // Browsers send Origin; a page on another site must not reach a local
-    // gateway (DNS rebinding). Loopback origins only, unless configured.
-    let origins = if config.allowed_origins.is_empty() {
+    // gateway (DNS rebinding). Loopback origins only, unless configured; on a
+    // listener other machines reach, none unless configured (a request
+    // without Origin, from a client that is not a browser, still passes).
+    let origins = if !config.allowed_origins.is_empty() {
+        config.allowed_origins.clone()
+    } else if loopback {
         vec![
             "http://localhost:*".to_string(),
             "http://127.0.0.1:*".to_string(),
             "http://[::1]:*".to_string(),
         ]
     } else {
-        config.allowed_origins.clone()
+        Vec::new()
     };
     http = http
         .with_allowed_origins(origins)
@@ -239,10 +256,10 @@ pub async fn bind_http(
     if let Some(var) = &config.bearer_token_env {
         let token = std::env::var(var)
             .ok()
-            .filter(|t| !t.is_empty())
+            .filter(|t| !t.trim().is_empty())
             .ok_or_else(|| ServeError::Token(var.clone()))?;
         app = app.layer(axum::middleware::from_fn_with_state(
-            Arc::new(format!("Bearer {token}")),
+            Arc::new(Token::new(&token)),
             require_bearer,
         ));
     }
@@ -285,30 +302,84 @@ fn nodelay(
     })
 }
 
-async fn require_bearer(State(expected): State<Arc<String>>, req: Request, next: Next) -> Response {
+/// The expected bearer token, kept as its SHA-256 only: comparing two digests
+/// of fixed size in constant time tells a client nothing about the token's
+/// length or any prefix of it.
+struct Token([u8; 32]);
+
+impl Token {
+    /// From the configured token; surrounding whitespace (a newline left by
+    /// `export T=$(cat file)`) is not part of it, as no client can send it.
+    fn new(token: &str) -> Token {
+        Token(sha256(token.trim().as_bytes()))
+    }
+
+    /// Whether an `Authorization` header value carries this token under the
+    /// `Bearer` scheme (case-insensitive, as RFC 7235 says of schemes).
+    fn accepts(&self, header: &[u8]) -> bool {
+        use subtle::ConstantTimeEq;
+        let Some(sep) = header.iter().position(|&b| b == b' ') else {
+            return false;
+        };
+        let (scheme, rest) = header.split_at(sep);
+        if !scheme.eq_ignore_ascii_case(b"bearer") {
+            return false;
+        }
+        let presented = rest.trim_ascii();
+        bool::from(sha256(presented).ct_eq(&self.0))
+    }
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).into()
+}
+
+async fn require_bearer(State(expected): State<Arc<Token>>, req: Request, next: Next) -> Response {
     let ok = req
         .headers()
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| constant_time_eq(v.as_bytes(), expected.as_bytes()));
+        .is_some_and(|v| expected.accepts(v.as_bytes()));
     if ok {
         next.run(req).await
     } else {
         (
             StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
             "portcullis: missing or wrong bearer token",
         )
             .into_response()
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 #[cfg(test)]
 mod tests {
     use axum::serve::Listener;
+
+    #[test]
+    fn the_token_is_matched_under_any_case_of_the_scheme_and_nothing_else() {
+        let t = super::Token::new("s3cret-0123");
+        let padded = super::Token::new(" s3cret-0123\n");
+        assert!(padded.accepts(b"Bearer s3cret-0123"));
+        for ok in [
+            "Bearer s3cret-0123",
+            "bearer s3cret-0123",
+            "BEARER  s3cret-0123 ",
+        ] {
+            assert!(t.accepts(ok.as_bytes()), "{ok}");
+        }
+        for bad in [
+            "Bearer s3cret-012",
+            "Bearer s3cret-01234",
+            "Basic s3cret-0123",
+            "s3cret-0123",
+            "Bearer",
+            "Bearers3cret-0123",
+            "",
+        ] {
+            assert!(!t.accepts(bad.as_bytes()), "{bad:?}");
+        }
+    }
 
     #[tokio::test]
     async fn accepted_connections_have_nodelay() {

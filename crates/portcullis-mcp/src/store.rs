@@ -690,16 +690,38 @@ impl Store {
                     params![expire_before as i64],
                 )?;
             }
-            // Drop the oldest rows beyond `max` (a count, then only what is over:
-            // cheap in the common case of nothing to drop).
+            // Drop rows beyond `max` (a count, then only what is over: cheap in
+            // the common case of nothing to drop) as the in-memory store does
+            // (`TaintStore::trim`): from the server holding the most rows, down
+            // to the next largest holder at most per round, its non-sensitive
+            // rows first and oldest first, so a server's flood drops its own
+            // labels, never another server's share.
             let rows: i64 = tx.query_row("SELECT count(*) FROM taint", [], |r| r.get(0))?;
-            let over = rows - max as i64;
-            if over > 0 {
-                tx.execute(
+            let mut over = rows - max as i64;
+            while over > 0 {
+                let holders: Vec<(String, i64)> = {
+                    let mut st = tx.prepare_cached(
+                        "SELECT server, count(*) AS n FROM taint GROUP BY server
+                         ORDER BY n DESC, server ASC LIMIT 2",
+                    )?;
+                    let it = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                    it.collect::<rusqlite::Result<_>>()?
+                };
+                let Some((server, n)) = holders.first().cloned() else {
+                    break;
+                };
+                let next = holders.get(1).map_or(0, |h| h.1);
+                let k = over.min((n - next).max(1));
+                let gone = tx.execute(
                     "DELETE FROM taint WHERE rowid IN
-                     (SELECT rowid FROM taint ORDER BY seen ASC, rowid ASC LIMIT ?1)",
-                    params![over],
+                     (SELECT rowid FROM taint WHERE server = ?1
+                      ORDER BY sensitive ASC, seen ASC, rowid ASC LIMIT ?2)",
+                    params![server, k],
                 )?;
+                if gone == 0 {
+                    break;
+                }
+                over -= gone as i64;
             }
             tx.commit()
         })
@@ -962,6 +984,48 @@ mod tests {
         assert_eq!(s.taint_labels(10, 250).unwrap().len(), 2);
         s.put_taint(&[], 400, 3, 250).unwrap();
         assert_eq!(s.taint_labels(10, 0).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_flood_from_one_server_drops_its_own_persisted_labels() {
+        use crate::taint::Label;
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("s.sqlite")).unwrap();
+        let l = |server: &str, sensitive: bool| Label {
+            server: server.into(),
+            tool: "read".into(),
+            record_id: "r".into(),
+            sensitive,
+            source: if sensitive { "guard" } else { "result" },
+        };
+        s.put_taint(
+            &[
+                ("ALPHA-VALUE-1".into(), l("alpha", false)),
+                ("ALPHA-SECRET-2".into(), l("alpha", true)),
+            ],
+            100,
+            50,
+            0,
+        )
+        .unwrap();
+        let flood: Vec<(String, Label)> = (0..500)
+            .map(|i| (format!("FLOOD-{i:05}"), l("flood", false)))
+            .collect();
+        s.put_taint(&flood, 200, 50, 0).unwrap();
+        let got = s.taint_labels(100, 0).unwrap();
+        assert_eq!(got.len(), 50);
+        let alpha: Vec<&str> = got
+            .iter()
+            .filter(|g| g.label.server == "alpha")
+            .map(|g| g.hint.as_str())
+            .collect();
+        assert_eq!(alpha.len(), 2, "{alpha:?}");
+        assert!(got
+            .iter()
+            .any(|g| g.value.as_deref() == Some("FLOOD-00499")));
+        assert!(!got
+            .iter()
+            .any(|g| g.value.as_deref() == Some("FLOOD-00000")));
     }
 
     #[test]

@@ -5,8 +5,13 @@
 //! Base64, hex or URL-encoding — and the gateway decides by the flow: to another
 //! server, to a sink tool, or back to the same server.
 //!
-//! The matching runs on an in-memory store, bounded (oldest values dropped
-//! first) and, with a time to live, expiring. The gateway writes every label
+//! The matching runs on an in-memory store, bounded and, with a time to live,
+//! expiring. The bound cannot be turned by one server against another: when it
+//! is reached, the label dropped is the oldest of the server that holds the
+//! most labels — so a server that floods results with values flushes its own
+//! labels, never another server's share — and a sensitive label is dropped
+//! only to make room for another sensitive one (a new non-sensitive label is
+//! dropped instead); labels of configured secrets are never dropped. The gateway writes every label
 //! through to the state store ([`crate::store`]) and loads them back at start, so
 //! a value read before a restart is still caught after it. A sensitive value is
 //! persisted by its SHA-256 only (never the secret itself); after a restart it is
@@ -163,8 +168,15 @@ pub const STORE_REFRESH_SECS: u64 = 60;
 
 #[derive(Debug, Default)]
 pub struct TaintStore {
-    /// Keys in insertion order: a value, or [`HASHED`] + digest.
-    order: VecDeque<String>,
+    /// Keys (a value, or [`HASHED`] + digest) in insertion order, per class
+    /// (server, sensitive) of the label they were inserted with. A key whose
+    /// label has since changed class is stale here and skipped when popped.
+    /// Labels of configured secrets are in no queue: they are never dropped.
+    queues: HashMap<(String, bool), VecDeque<String>>,
+    /// Labels per class, exactly (configured secrets not counted).
+    counts: HashMap<(String, bool), usize>,
+    /// Servers whose labels the bound has dropped (warned once each).
+    flushed: HashSet<String>,
     values: HashMap<String, Entry>,
     /// Sensitive values known by their SHA-256 only (loaded from the state
     /// store): digest → label, and the value's hint.
@@ -425,13 +437,51 @@ impl TaintStore {
         self.values.len() + self.hashed.len()
     }
 
-    /// The labelled values known in clear, oldest first.
+    /// The labelled values known in clear.
     pub fn values(&self) -> Vec<String> {
-        self.order
+        let mut v: Vec<String> = self.values.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// How many labels of `server` the store holds (sensitive or not).
+    pub fn held_by(&self, server: &str) -> usize {
+        self.counts
             .iter()
-            .filter(|v| self.values.contains_key(*v))
-            .cloned()
-            .collect()
+            .filter(|((s, _), _)| s == server)
+            .map(|(_, n)| n)
+            .sum::<usize>()
+    }
+
+    /// The class a label is counted and dropped under; `None` for configured
+    /// secrets, which are never dropped.
+    fn class(label: &Label) -> Option<(String, bool)> {
+        (label.source != "config").then(|| (label.server.clone(), label.sensitive))
+    }
+
+    /// The current label of a key (a value, or [`HASHED`] + digest).
+    fn label_of(&self, key: &str) -> Option<&Label> {
+        match key.strip_prefix(HASHED) {
+            Some(d) => self.hashed.get(d).map(|(e, _)| &e.label),
+            None => self.values.get(key).map(|e| &e.label),
+        }
+    }
+
+    /// Book a key's label change: `old` is its class before (None = new or a
+    /// configured secret), `new` after.
+    fn account(&mut self, key: &str, old: Option<(String, bool)>, new: Option<(String, bool)>) {
+        if old == new {
+            return;
+        }
+        if let Some(o) = old {
+            if let Some(n) = self.counts.get_mut(&o) {
+                *n = n.saturating_sub(1);
+            }
+        }
+        if let Some(c) = new {
+            *self.counts.entry(c.clone()).or_insert(0) += 1;
+            self.queues.entry(c).or_default().push_back(key.to_string());
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -462,18 +512,17 @@ impl TaintStore {
         if value.chars().count() < self.min_len {
             return;
         }
+        let old_class = self.values.get(value).and_then(|e| Self::class(&e.label));
         let stored = match self.values.get_mut(value) {
             Some(old) if old.label.sensitive && !label.sensitive => {
                 old.seen = old.seen.max(seen);
                 return;
             }
             Some(old) if old.same_origin(&label) => old.stored.max(stored),
-            Some(_) => stored,
-            None => {
-                self.order.push_back(value.to_string());
-                stored
-            }
+            Some(_) | None => stored,
         };
+        let sensitive = label.sensitive;
+        self.account(value, old_class, Self::class(&label));
         self.values.insert(
             value.to_string(),
             Entry {
@@ -482,7 +531,7 @@ impl TaintStore {
                 stored,
             },
         );
-        self.trim();
+        self.trim(sensitive);
     }
 
     /// Whether the label of `value` should be (re)written to the state store
@@ -501,9 +550,11 @@ impl TaintStore {
     /// Label a sensitive value known only by its SHA-256 (hex) and its hint.
     pub fn add_hashed(&mut self, digest: &str, hint: &str, label: Label, seen: u64) {
         let key = format!("{HASHED}{digest}");
-        if !self.hashed.contains_key(digest) {
-            self.order.push_back(key);
-        }
+        let old_class = self
+            .hashed
+            .get(digest)
+            .and_then(|(e, _)| Self::class(&e.label));
+        self.account(&key, old_class, Self::class(&label));
         self.hashed.insert(
             digest.to_string(),
             (
@@ -515,34 +566,92 @@ impl TaintStore {
                 hint.to_string(),
             ),
         );
-        self.trim();
+        self.trim(true);
     }
 
-    /// Drop the oldest labels beyond `max`; labels of configured secrets are
-    /// kept (moved to the back) however old.
-    fn trim(&mut self) {
-        let mut turns = self.order.len();
-        while self.len() > self.max && turns > 0 {
-            turns -= 1;
-            let Some(k) = self.order.pop_front() else {
+    /// Drop labels beyond `max`, one at a time: the oldest of the server that
+    /// holds the most labels, so no server's flood can push another server's
+    /// labels out before its own. A label dropped to make room for a
+    /// non-sensitive one (`incoming_sensitive` false) is never sensitive: when
+    /// only sensitive labels (and configured secrets) are left, the new
+    /// non-sensitive label itself goes. Configured secrets are never dropped.
+    fn trim(&mut self, incoming_sensitive: bool) {
+        while self.len() > self.max {
+            // The largest holder among the servers that have a label this
+            // insertion may drop.
+            let mut totals: HashMap<&str, usize> = HashMap::new();
+            for ((server, _), n) in &self.counts {
+                *totals.entry(server.as_str()).or_insert(0) += n;
+            }
+            let droppable = |server: &str, sensitive: bool| {
+                self.counts
+                    .get(&(server.to_string(), sensitive))
+                    .is_some_and(|&n| n > 0)
+            };
+            let victim = totals
+                .iter()
+                .filter(|(s, _)| droppable(s, false) || (incoming_sensitive && droppable(s, true)))
+                .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+                .map(|(s, _)| s.to_string());
+            let Some(server) = victim else {
+                // Only configured secrets left: nothing may go.
                 break;
             };
-            match k.strip_prefix(HASHED) {
+            let class = (server.clone(), !droppable(&server, false));
+            if !self.drop_oldest(&class) {
+                // The count said a label was there and the queue had none
+                // (cannot happen); settle the count rather than loop.
+                self.counts.insert(class, 0);
+                continue;
+            }
+            if self.flushed.insert(server.clone()) {
+                tracing::warn!(
+                    server = %server,
+                    max = self.max,
+                    "taint store full: dropping this server's oldest labels (it holds the \
+                     most); raise taint.max_values if it is not flooding"
+                );
+            }
+        }
+        // Drop stale keys from queues much longer than their class's count.
+        let counts = &self.counts;
+        let (values, hashed) = (&self.values, &self.hashed);
+        for (class, q) in self.queues.iter_mut() {
+            let n = counts.get(class).copied().unwrap_or(0);
+            if q.len() > 2 * n + 64 {
+                q.retain(|k| {
+                    let label = match k.strip_prefix(HASHED) {
+                        Some(d) => hashed.get(d).map(|(e, _)| &e.label),
+                        None => values.get(k.as_str()).map(|e| &e.label),
+                    };
+                    label.and_then(Self::class).as_ref() == Some(class)
+                });
+            }
+        }
+    }
+
+    /// Drop the oldest label of `class`; false if it has none.
+    fn drop_oldest(&mut self, class: &(String, bool)) -> bool {
+        loop {
+            let Some(key) = self.queues.get_mut(class).and_then(VecDeque::pop_front) else {
+                return false;
+            };
+            // A key whose label changed class since it was queued is stale here.
+            if self.label_of(&key).and_then(Self::class).as_ref() != Some(class) {
+                continue;
+            }
+            match key.strip_prefix(HASHED) {
                 Some(d) => {
                     self.hashed.remove(d);
                 }
                 None => {
-                    if self
-                        .values
-                        .get(&k)
-                        .is_some_and(|e| e.label.source == "config")
-                    {
-                        self.order.push_back(k);
-                        continue;
-                    }
-                    self.values.remove(&k);
+                    self.values.remove(&key);
                 }
             }
+            if let Some(n) = self.counts.get_mut(class) {
+                *n = n.saturating_sub(1);
+            }
+            return true;
         }
     }
 
@@ -770,8 +879,12 @@ const SINK_WORDS: &[&str] = &[
 ];
 
 /// A tool's class: configuration (`SERVER/TOOL`, then `*/TOOL`), then the
-/// annotations (`readOnlyHint` = not a sink; `destructiveHint` or `openWorldHint`
-/// = sink), then the words of its name and description.
+/// annotations, then the words of its name and description. The annotations
+/// are hints from the very server being judged, so they only make a tool more
+/// of a sink (`destructiveHint` or `openWorldHint`), never less:
+/// `readOnlyHint: true` counts only for a server the configuration trusts with
+/// it (`taint.trust_read_only`); elsewhere `send_report` marked read-only is
+/// still a sink by its name.
 pub fn class_of(cfg: &TaintConfig, server: &str, tool: &str, def: Option<&Value>) -> ToolClass {
     if let Some(c) = cfg
         .classes
@@ -782,7 +895,7 @@ pub fn class_of(cfg: &TaintConfig, server: &str, tool: &str, def: Option<&Value>
     }
     let ann = def.and_then(|d| d.get("annotations"));
     let hint = |k: &str| ann.and_then(|a| a.get(k)).and_then(Value::as_bool);
-    if hint("readOnlyHint") == Some(true) {
+    if hint("readOnlyHint") == Some(true) && cfg.trust_read_only.iter().any(|s| s == server) {
         return ToolClass::Normal;
     }
     if hint("destructiveHint") == Some(true) || hint("openWorldHint") == Some(true) {
@@ -999,6 +1112,83 @@ mod tests {
     }
 
     #[test]
+    fn a_flood_from_one_server_flushes_its_own_labels_not_anothers() {
+        let mut t = TaintStore::new(64, 8);
+        let victim = Label {
+            record_id: "r-alpha".into(),
+            ..label("alpha")
+        };
+        // The victim server's results: ordinary ids, and a key the output guard
+        // masked (labelled sensitive).
+        let ids: Vec<String> = (0..10).map(|i| format!("ORDER-{i:04}-AB")).collect();
+        let raw = json!({"content": [{"type": "text",
+            "text": format!("{} AKIAIOSFODNN7EXAMPLE", ids.join(" "))}]});
+        let shown = json!({"content": [{"type": "text",
+            "text": format!("{} [REDACTED]", ids.join(" "))}]});
+        t.label_result(&raw, &shown, &victim);
+        let sensitive_hashed = "s3cr3t-digest-only-value";
+        t.add_hashed(
+            &portcullis_core::sha256_hex(sensitive_hashed.as_bytes()),
+            &hint(sensitive_hashed),
+            Label {
+                sensitive: true,
+                source: "guard",
+                ..label("beta")
+            },
+            now_secs(),
+        );
+        let config = Label {
+            source: "config",
+            sensitive: true,
+            ..label("config")
+        };
+        t.add("CANARY-7777-8888", config);
+        // The flood: one result with thousands of value-like tokens, then more.
+        let flooder = label("flood");
+        for round in 0..3 {
+            let text: Vec<String> = (0..3000).map(|i| format!("F{round}X{i:06}Q")).collect();
+            t.add_result(&json!({"text": text.join(" ")}), &flooder);
+        }
+        assert!(t.len() <= 64, "{}", t.len());
+        for id in &ids {
+            assert_eq!(t.matches(&json!({"a": id})).len(), 1, "{id} flushed");
+        }
+        let m = t.matches(&json!({"a": "AKIAIOSFODNN7EXAMPLE"}));
+        assert!(m.len() == 1 && m[0].label.sensitive, "{m:?}");
+        assert_eq!(t.matches(&json!({"a": sensitive_hashed})).len(), 1);
+        assert_eq!(t.matches(&json!({"a": "CANARY-7777-8888"})).len(), 1);
+        // The flooder keeps what is left, its newest.
+        assert_eq!(t.held_by("flood"), 64 - 11 - 1 - 1);
+        assert_eq!(t.matches(&json!({"a": "F2X002999Q"})).len(), 1);
+        assert!(t.matches(&json!({"a": "F0X000000Q"})).is_empty());
+
+        // A server flooding sensitive values flushes its own sensitive labels,
+        // not another server's ordinary ones.
+        let mut t = TaintStore::new(16, 8);
+        for id in &ids[..4] {
+            t.add(id, label("alpha"));
+        }
+        let hot = Label {
+            sensitive: true,
+            source: "guard",
+            ..label("hot")
+        };
+        for i in 0..100 {
+            t.add(&format!("HOTSECRET{i:04}"), hot.clone());
+        }
+        assert_eq!(t.held_by("alpha"), 4);
+        assert_eq!(t.held_by("hot"), 12);
+
+        // Only sensitive labels left: a new ordinary label is the one dropped.
+        let mut t = TaintStore::new(3, 8);
+        for i in 0..3 {
+            t.add(&format!("HOTSECRET{i:04}"), hot.clone());
+        }
+        t.add("ORDINARY-0001", label("alpha"));
+        assert_eq!((t.len(), t.held_by("hot"), t.held_by("alpha")), (3, 3, 0));
+    }
+
+    #[test]
     fn hashed_sensitive_values_match_as_tokens_and_old_labels_expire() {
         let mut t = TaintStore::new(10, 8);
         let secret = "wJ7rXq2VnT9bLm4KpZs8";
@@ -1050,10 +1240,39 @@ mod tests {
     fn classes_come_from_config_annotations_and_words() {
         let mut cfg = TaintConfig::default();
         let ro = json!({"annotations": {"readOnlyHint": true}});
+        // A server's own hint does not take a sink off the list...
+        assert_eq!(
+            class_of(&cfg, "a", "send_email", Some(&ro)),
+            ToolClass::Sink
+        );
+        let ro_post =
+            json!({"description": "Posts the report.", "annotations": {"readOnlyHint": true}});
+        assert_eq!(
+            class_of(&cfg, "a", "send_report", Some(&ro_post)),
+            ToolClass::Sink
+        );
+        assert_eq!(class_of(&cfg, "a", "http_post", Some(&ro)), ToolClass::Sink);
+        assert_eq!(
+            class_of(&cfg, "a", "read_note", Some(&ro)),
+            ToolClass::Normal
+        );
+        // ...but does put one on it.
+        let destructive = json!({"annotations": {"readOnlyHint": true, "destructiveHint": true}});
+        assert_eq!(
+            class_of(&cfg, "a", "read_note", Some(&destructive)),
+            ToolClass::Sink
+        );
+        // Unless the configuration trusts that server's hints.
+        cfg.trust_read_only.push("a".into());
         assert_eq!(
             class_of(&cfg, "a", "send_email", Some(&ro)),
             ToolClass::Normal
         );
+        assert_eq!(
+            class_of(&cfg, "b", "send_email", Some(&ro)),
+            ToolClass::Sink
+        );
+        cfg.trust_read_only.clear();
         assert_eq!(class_of(&cfg, "a", "send_email", None), ToolClass::Sink);
         assert_eq!(class_of(&cfg, "a", "http_post", None), ToolClass::Sink);
         assert_eq!(class_of(&cfg, "a", "add", None), ToolClass::Normal);

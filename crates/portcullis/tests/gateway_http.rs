@@ -9,6 +9,7 @@
 
 mod support;
 
+use portcullis_testkit::interop::{require_interop, run_driver, Driver};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -154,6 +155,19 @@ command = {:?}
         INIT,
     );
     assert_eq!(status, 200, "right token: {resp}");
+    // The scheme is case-insensitive (RFC 7235), the token is not.
+    let (status, resp) = post(
+        &gw.addr,
+        &[("Authorization", &format!("bearer {token}"))],
+        INIT,
+    );
+    assert_eq!(status, 200, "lower-case scheme: {resp}");
+    let (status, resp) = post(
+        &gw.addr,
+        &[("Authorization", &format!("Bearer {}", token.to_uppercase()))],
+        INIT,
+    );
+    assert_eq!(status, 401, "token in another case: {resp}");
     // A real client with the token works end to end.
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
@@ -164,9 +178,205 @@ command = {:?}
         );
         let _ = c.cancel().await;
     });
+    // And the Python SDK's client: with the token it lists and calls, without
+    // it the connection is refused.
+    require_interop();
+    let sdk = |headers: &[String]| {
+        let mut args: Vec<String> = headers
+            .iter()
+            .flat_map(|h| ["--header".to_string(), h.clone()])
+            .collect();
+        args.extend([
+            "--call".into(),
+            "echo".into(),
+            "--args".into(),
+            r#"{"text":"sdk-authorized"}"#.into(),
+            "--http".into(),
+            gw.url.clone(),
+        ]);
+        run_driver(Driver::Python, &args, Duration::from_secs(60)).expect("python driver")
+    };
+    let out = sdk(&[format!("Authorization: Bearer {token}")]);
+    assert_eq!(out.status, Some(0), "{}\n{}", out.json, out.stderr);
+    assert_eq!(out.call_text("echo").as_deref(), Some("sdk-authorized"));
+    assert!(out.tool_names().iter().any(|t| t == "echo"), "{}", out.json);
+    let out = sdk(&[]);
+    assert_ne!(out.status, Some(0), "no token: {}", out.json);
+    assert!(out.tool_names().is_empty(), "{}", out.json);
     // The token never reaches the audit log.
     let raw = std::fs::read_to_string(&gw.audit).unwrap_or_default();
     assert!(!raw.contains(token));
+}
+
+/// `portcullis proxy` with `args`, expected to refuse to start: its exit code
+/// and stderr.
+fn refused(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(support::portcullis())
+        .arg("proxy")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run portcullis proxy");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_listener_other_machines_reach_does_not_start_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = testserver();
+    // No token, no host names: refused before anything listens, naming the option.
+    let (code, err) = refused(
+        dir.path(),
+        &[
+            "--listen",
+            "0.0.0.0:0",
+            "--no-stdio",
+            "--audit-log",
+            "a.jsonl",
+            "--",
+            &server,
+        ],
+    );
+    assert_ne!(code, Some(0), "{err}");
+    assert!(
+        err.contains("bearer_token_env") && err.contains("0.0.0.0:0") && err.contains("loopback"),
+        "{err}"
+    );
+    // A token but no host names: refused, naming `allowed_hosts`.
+    let file = |extra: &str| {
+        std::fs::write(
+            dir.path().join("gateway.toml"),
+            format!(
+                "listen = \"0.0.0.0:0\"\n{extra}\n[audit]\nlog = \"audit.jsonl\"\n\
+                 [[server]]\nname = \"kit\"\ncommand = {server:?}\n"
+            ),
+        )
+        .unwrap();
+    };
+    file("bearer_token_env = \"PORTCULLIS_TEST_TOKEN\"");
+    let (code, err) = refused(dir.path(), &["--config", "gateway.toml", "--no-stdio"]);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(err.contains("allowed_hosts"), "{err}");
+    // Both, but the variable is not set: refused, naming it.
+    file("bearer_token_env = \"PORTCULLIS_UNSET_TOKEN_VAR\"\nallowed_hosts = [\"gw.test\"]");
+    let (code, err) = refused(dir.path(), &["--config", "gateway.toml", "--no-stdio"]);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(err.contains("PORTCULLIS_UNSET_TOKEN_VAR"), "{err}");
+}
+
+/// Request headers of one case.
+type Headers<'a> = &'a [(&'a str, &'a str)];
+
+#[test]
+fn a_listener_other_machines_reach_checks_token_host_and_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gateway.toml"),
+        format!(
+            r#"
+listen = "0.0.0.0:0"
+bearer_token_env = "PORTCULLIS_TEST_TOKEN"
+allowed_hosts = ["gw.test"]
+allowed_origins = ["https://app.gw.test"]
+[audit]
+log = "audit.jsonl"
+[[server]]
+name = "kit"
+command = {:?}
+"#,
+            testserver()
+        ),
+    )
+    .unwrap();
+    let token = "an0ther-test-token-9876543210";
+    let gw = HttpProxy::start_in(
+        dir,
+        &[
+            "--config".into(),
+            "gateway.toml".into(),
+            "--listen".into(),
+            "0.0.0.0:0".into(),
+        ],
+        &[("PORTCULLIS_TEST_TOKEN", token)],
+    );
+    let port = gw.addr.rsplit(':').next().unwrap().to_string();
+    let addr = format!("127.0.0.1:{port}");
+    let host = format!("gw.test:{port}");
+    let auth = format!("Bearer {token}");
+    let lower = format!("bearer {token}");
+    let cases: &[(Headers, u16, &str)] = &[
+        (&[("Host", &host)], 401, "missing token"),
+        (
+            &[("Host", &host), ("Authorization", "Bearer nope")],
+            401,
+            "wrong token",
+        ),
+        (
+            &[("Host", &host), ("Authorization", &auth)],
+            200,
+            "right token, listed host",
+        ),
+        (
+            &[("Host", &host), ("Authorization", &lower)],
+            200,
+            "lower-case bearer",
+        ),
+        // The loopback default does not apply: a client cannot pass by
+        // claiming to be local.
+        (
+            &[("Host", &addr), ("Authorization", &auth)],
+            403,
+            "Host 127.0.0.1",
+        ),
+        (
+            &[("Host", "localhost"), ("Authorization", &auth)],
+            403,
+            "Host localhost",
+        ),
+        (
+            &[("Host", "evil.example"), ("Authorization", &auth)],
+            403,
+            "foreign Host",
+        ),
+        (
+            &[
+                ("Host", &host),
+                ("Authorization", &auth),
+                ("Origin", "https://app.gw.test"),
+            ],
+            200,
+            "listed Origin",
+        ),
+        (
+            &[
+                ("Host", &host),
+                ("Authorization", &auth),
+                ("Origin", "https://evil.example"),
+            ],
+            403,
+            "foreign Origin",
+        ),
+        (
+            &[
+                ("Host", &host),
+                ("Authorization", &auth),
+                ("Origin", "http://localhost:5173"),
+            ],
+            403,
+            "loopback Origin not listed",
+        ),
+    ];
+    for (headers, want, what) in cases {
+        let (status, resp) = post(&addr, headers, INIT);
+        assert_eq!(status, *want, "{what}: {resp}");
+        if *want == 200 {
+            assert!(resp.contains("\"protocolVersion\""), "{what}: {resp}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

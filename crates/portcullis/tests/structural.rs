@@ -1264,3 +1264,43 @@ async fn taint_labels_survive_a_gateway_restart() {
         .unwrap();
     assert_eq!(text_of(&r), token);
 }
+
+/// The taint store's bound cannot be turned by one server against another: a
+/// server whose results flood the store with values flushes its own oldest
+/// labels, and another server's label is still enforced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_values_from_one_server_does_not_flush_anothers_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = "PCX-7Q2M9ZK4T-ORIGIN";
+    let p = pair(
+        dir.path(),
+        &["--profile", "benign"],
+        &["--profile", "benign"],
+        "[taint]\nmax_values = 256",
+    )
+    .await;
+    tools(&p).await;
+    let r = call(&p, "alpha__read_note", json!({"name": "ticket"}))
+        .await
+        .unwrap();
+    assert!(text_of(&r).contains(token), "{r}");
+    // beta's results: 1024 numbered lines each, four times the bound.
+    let r = call(&p, "beta__payload", json!({"kib": 64})).await.unwrap();
+    assert!(text_of(&r).contains("00001023 rain"), "{r}");
+    // The flood was labelled (its newest value is beta's on its way to alpha)
+    // and did hit the bound (its oldest is no longer labelled).
+    let r = call(&p, "alpha__echo", json!({"text": "fwd 00001023"}))
+        .await
+        .unwrap();
+    assert_eq!(r["isError"], true, "the flood's newest value: {r}");
+    let r = call(&p, "alpha__echo", json!({"text": "fwd 00000000"}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), "fwd 00000000", "the flood's oldest value: {r}");
+    // alpha's value, read before the flood, is still alpha's.
+    let r = call(&p, "beta__echo", json!({"text": format!("fwd {token}")}))
+        .await
+        .unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(text_of(&r).contains("alpha/read_note"), "{r}");
+}

@@ -57,7 +57,8 @@ pub struct HttpProxy {
 
 impl HttpProxy {
     /// `portcullis proxy --listen 127.0.0.1:0 --no-stdio --audit-log DIR/audit.jsonl ARGS`
-    /// with `env` set; waits for the "listening on" line.
+    /// with `env` set (no `--listen 127.0.0.1:0` if ARGS has a `--listen`); waits
+    /// for the "listening on" line.
     pub fn start(args: &[String], env: &[(&str, &str)]) -> HttpProxy {
         let dir = tempfile::tempdir().expect("tempdir");
         Self::start_in(dir, args, env)
@@ -68,8 +69,12 @@ impl HttpProxy {
     pub fn start_in(dir: tempfile::TempDir, args: &[String], env: &[(&str, &str)]) -> HttpProxy {
         let audit = dir.path().join("audit.jsonl");
         let mut cmd = Command::new(portcullis());
-        cmd.arg("proxy")
-            .args(["--listen", "127.0.0.1:0", "--no-stdio", "--audit-log"])
+        cmd.arg("proxy");
+        // On loopback, port chosen by the system, unless the caller says where.
+        if !args.iter().any(|a| a == "--listen") {
+            cmd.args(["--listen", "127.0.0.1:0"]);
+        }
+        cmd.args(["--no-stdio", "--audit-log"])
             .arg(&audit)
             .args(args)
             .current_dir(dir.path())
