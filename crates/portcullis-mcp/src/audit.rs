@@ -355,6 +355,8 @@ pub fn redact(record: &DecisionRecord, guard: &EgressGuard) -> DecisionRecord {
     for stage in &mut r.stages {
         for f in &mut stage.findings {
             f.excerpt = clean(&f.excerpt);
+            // A path names object keys, and a key can be a secret.
+            f.path = f.path.as_deref().map(clean);
         }
     }
     for reason in &mut r.reasons {
