@@ -1,10 +1,12 @@
 //! The gateway as a server: every request of a downstream client is routed to an
 //! upstream, and everything that comes back toward the model is inspected first.
 //!
-//! One path for every method: `forward` sends a request upstream (timeout,
-//! cancellation, progress), `inspected` runs the answer through the [`Inspector`]
-//! on the method's channel and either forwards it or replaces it with a clear
-//! "withheld" answer naming the decision record. Lists are drained across pages and
+//! One path for every method: `egress` reads the request's model-chosen text
+//! (tool-call arguments have their own, richer path), `forward` sends it upstream
+//! (timeout, cancellation, progress) and inspects an error the upstream answers
+//! with, `inspected` runs the answer through the [`Inspector`] on the method's
+//! channel and either forwards it or replaces it with a clear "withheld" answer
+//! naming the decision record. Lists are drained across pages and
 //! upstreams, each entry inspected (and cached by content hash, so an unchanged
 //! definition is decided and logged once).
 
