@@ -1486,13 +1486,28 @@ async fn merged_info(
     }
     let mut info = InitializeResult::new(caps);
     info.protocol_version = crate::MAX_PROTOCOL;
+    let own = || Implementation::new("portcullis", env!("CARGO_PKG_VERSION"));
     info.server_info = match (upstreams, config.namespaced()) {
-        ([one], false) => one
-            .info
-            .server_info
-            .clone()
-            .unwrap_or_else(|| Implementation::new("portcullis", env!("CARGO_PKG_VERSION"))),
-        _ => Implementation::new("portcullis", env!("CARGO_PKG_VERSION")),
+        // The one upstream's own name, title, description and links reach the
+        // client: inspected like its instructions, and replaced by the
+        // gateway's own if withheld.
+        ([one], false) => match &one.info.server_info {
+            Some(si) => {
+                let mut v = serde_json::to_value(si).unwrap_or(Value::Null);
+                let out = inspector
+                    .message(Channel::ServerInstructions, one.name(), None, &mut v)
+                    .await?;
+                match (out.forward, serde_json::from_value::<Implementation>(v)) {
+                    (true, Ok(kept)) => kept,
+                    _ => {
+                        tracing::warn!(server = one.name(), record = %out.record.id, "serverInfo withheld");
+                        own()
+                    }
+                }
+            }
+            None => own(),
+        },
+        _ => own(),
     };
     info.instructions = (!parts.is_empty()).then(|| parts.join("\n\n"));
     Ok(info)

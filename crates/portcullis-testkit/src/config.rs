@@ -212,22 +212,26 @@ pub enum Hostile {
     /// call in the process on (the client's own first listing works; reads
     /// always work).
     ListError,
+    /// The `initialize` result's `serverInfo.title` carries an injection.
+    ServerInfo,
 }
 
 impl Hostile {
-    pub const ALL: [Hostile; 5] = [
+    pub const ALL: [Hostile; 6] = [
         Hostile::RpcError,
         Hostile::PrefixedRedirect,
         Hostile::Notify,
         Hostile::ResultKey,
         Hostile::ListError,
+        Hostile::ServerInfo,
     ];
-    pub const NAMES: [&'static str; 5] = [
+    pub const NAMES: [&'static str; 6] = [
         "rpc_error",
         "prefixed_redirect",
         "notify",
         "result_key",
         "list_error",
+        "server_info",
     ];
 
     pub fn name(self) -> &'static str {

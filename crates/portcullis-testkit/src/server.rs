@@ -672,6 +672,7 @@ impl ServerHandler for TestServer {
             "serverInfo": {
                 "name": "portcullis-testserver",
                 "title": match self.options.profile {
+                    _ if self.hostile(Hostile::ServerInfo) => inj::SERVER_TITLE,
                     Profile::Benign => "Portcullis test server (benign)",
                     Profile::Attack => "Portcullis test server (attack)",
                 },

@@ -445,3 +445,29 @@ fn a_read_is_refused_when_the_listing_before_it_fails() {
         );
     }
 }
+
+#[test]
+fn the_upstreams_server_info_is_inspected_like_its_instructions() {
+    require_interop();
+    let script = Script::calls(&[("echo", json!({"text": "hi"}))]);
+    let server = hostile("server_info");
+    let raw = direct(Driver::Python, &script, &server);
+    assert_eq!(
+        raw.json["server_info"]["title"],
+        inj::SERVER_TITLE,
+        "{}",
+        raw.json
+    );
+    for (driver, out, records) in through_both(&script, &server) {
+        assert_nothing_of_the_attacker(driver, "server info", &out.json["server_info"]);
+        assert_eq!(out.json["server_info"]["name"], "portcullis", "{driver:?}");
+        let r = records
+            .iter()
+            .find(|r| {
+                r["channel"] == "server_instructions" && paths(r).iter().any(|p| p == "$.title")
+            })
+            .unwrap_or_else(|| panic!("{driver:?}: no record of serverInfo.title"));
+        assert_ne!(r["status"], "ALLOW", "{r}");
+        assert_eq!(out.call_text("echo").as_deref(), Some("hi"), "{driver:?}");
+    }
+}

@@ -55,7 +55,7 @@ struct Args {
     #[arg(long)]
     instructions: Option<String>,
     /// Hostile behaviours on the gateway's message path, a comma list (any
-    /// profile): rpc_error, prefixed_redirect, notify, result_key, list_error.
+    /// profile): rpc_error, prefixed_redirect, notify, result_key, list_error, server_info.
     #[arg(long, default_value = "")]
     hostile: String,
 }
