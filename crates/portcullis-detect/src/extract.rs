@@ -189,6 +189,90 @@ fn protocol_word(key: &str, value: &str) -> bool {
     }
 }
 
+/// Keys the MCP protocol defines for messages (results, notifications, errors,
+/// requests), and JSON-Schema keywords (an elicitation's `requestedSchema`):
+/// grammar, not text, when a message's keys are walked. Any other key (the keys of
+/// `structuredContent`, of `_meta`, of an error's `data`, of arguments, the
+/// property names of a requested schema) is the sender's text and is an item.
+pub fn protocol_key(key: &str) -> bool {
+    const KEYS: &[&str] = &[
+        "_meta",
+        "action",
+        "annotations",
+        "arguments",
+        "audience",
+        "blob",
+        "code",
+        "completion",
+        "content",
+        "contents",
+        "cursor",
+        "data",
+        "description",
+        "error",
+        "hasMore",
+        "icons",
+        "id",
+        "includeContext",
+        "input",
+        "isError",
+        "lastModified",
+        "level",
+        "logger",
+        "maxTokens",
+        "message",
+        "messages",
+        "metadata",
+        "method",
+        "mimeType",
+        "mode",
+        "model",
+        "modelPreferences",
+        "hints",
+        "costPriority",
+        "speedPriority",
+        "intelligencePriority",
+        "name",
+        "nextCursor",
+        "params",
+        "priority",
+        "progress",
+        "progressToken",
+        "prompts",
+        "ref",
+        "requestedSchema",
+        "resource",
+        "resourceTemplates",
+        "resources",
+        "resultType",
+        "role",
+        "size",
+        "sizes",
+        "src",
+        "stopReason",
+        "stopSequences",
+        "structuredContent",
+        "systemPrompt",
+        "temperature",
+        "text",
+        "theme",
+        "title",
+        "toolUseId",
+        "tools",
+        "total",
+        "type",
+        "uri",
+        "uriTemplate",
+        "url",
+        "value",
+        "values",
+        "elicitationId",
+        "inputSchema",
+        "outputSchema",
+    ];
+    KEYS.contains(&key) || SCHEMA_KEYWORDS.contains(&key)
+}
+
 /// A bare MIME type (`type/subtype`, token characters only, with optional
 /// `;param=value` parameters): no room for prose.
 fn is_mime_token(v: &str) -> bool {
@@ -327,7 +411,8 @@ impl Walker<'_> {
                     }
                     let p = child_path(path, k);
                     let keyword = in_schema && !name_map && SCHEMA_KEYWORDS.contains(&k.as_str());
-                    if !keyword && self.keys {
+                    let grammar = self.vocabulary && protocol_key(k);
+                    if !keyword && !grammar && self.keys {
                         self.push(channel, format!("{p}~"), k, true);
                     }
                     let child_is_map = in_schema && !name_map && NAME_MAPS.contains(&k.as_str());

@@ -1,10 +1,12 @@
 //! The gateway as a server: every request of a downstream client is routed to an
 //! upstream, and everything that comes back toward the model is inspected first.
 //!
-//! One path for every method: `forward` sends a request upstream (timeout,
-//! cancellation, progress), `inspected` runs the answer through the [`Inspector`]
-//! on the method's channel and either forwards it or replaces it with a clear
-//! "withheld" answer naming the decision record. Lists are drained across pages and
+//! One path for every method: `egress` reads the request's model-chosen text
+//! (tool-call arguments have their own, richer path), `forward` sends it upstream
+//! (timeout, cancellation, progress) and inspects an error the upstream answers
+//! with, `inspected` runs the answer through the [`Inspector`] on the method's
+//! channel and either forwards it or replaces it with a clear "withheld" answer
+//! naming the decision record. Lists are drained across pages and
 //! upstreams, each entry inspected (and cached by content hash, so an unchanged
 //! definition is decided and logged once).
 
@@ -74,7 +76,6 @@ struct Judged {
     verdict: Verdict,
 }
 
-#[derive(Default)]
 struct Tables {
     tools: HashMap<String, Route>,
     prompts: HashMap<String, Route>,
@@ -94,8 +95,88 @@ struct Tables {
     defs: HashMap<(usize, String), Value>,
     /// Structural metadata decisions already recorded (one record per distinct
     /// definition and name context, not one per list).
-    recorded: std::collections::HashSet<String>,
-    decided: HashMap<String, Decided>,
+    recorded: Lru<String, ()>,
+    /// The detector's decision on each listed entry, by content hash.
+    decided: Lru<String, Decided>,
+}
+
+impl Default for Tables {
+    fn default() -> Tables {
+        Tables {
+            tools: HashMap::new(),
+            prompts: HashMap::new(),
+            resources: HashMap::new(),
+            templates: Vec::new(),
+            resources_listed: false,
+            withheld: HashMap::new(),
+            held: HashMap::new(),
+            defs: HashMap::new(),
+            recorded: Lru::new(DECISION_CACHE_ENTRIES),
+            decided: Lru::new(DECISION_CACHE_ENTRIES),
+        }
+    }
+}
+
+/// Entries of each per-hash cache (`decided`, `recorded`). An evicted entry only
+/// costs a re-inspection and a new record: the detector is deterministic, so the
+/// entry decided again is decided the same way.
+pub const DECISION_CACHE_ENTRIES: usize = 4096;
+
+/// A map that keeps its `capacity` most recently used entries.
+#[derive(Debug)]
+struct Lru<K, V> {
+    capacity: usize,
+    tick: u64,
+    entries: HashMap<K, (V, u64)>,
+    /// Last use → key, oldest first.
+    order: std::collections::BTreeMap<u64, K>,
+}
+
+impl<K: std::hash::Hash + Eq + Clone, V: Clone> Lru<K, V> {
+    fn new(capacity: usize) -> Lru<K, V> {
+        Lru {
+            capacity: capacity.max(1),
+            tick: 0,
+            entries: HashMap::new(),
+            order: std::collections::BTreeMap::new(),
+        }
+    }
+
+    fn touch(&mut self, key: &K) -> Option<&mut (V, u64)> {
+        self.tick += 1;
+        let tick = self.tick;
+        let e = self.entries.get_mut(key)?;
+        self.order.remove(&e.1);
+        e.1 = tick;
+        self.order.insert(tick, key.clone());
+        Some(e)
+    }
+
+    fn get(&mut self, key: &K) -> Option<V> {
+        self.touch(key).map(|e| e.0.clone())
+    }
+
+    /// Insert or replace; true if the key was not there.
+    fn insert(&mut self, key: K, value: V) -> bool {
+        if let Some(e) = self.touch(&key) {
+            e.0 = value;
+            return false;
+        }
+        while self.entries.len() >= self.capacity {
+            let Some((_, oldest)) = self.order.pop_first() else {
+                break;
+            };
+            self.entries.remove(&oldest);
+        }
+        self.entries.insert(key.clone(), (value, self.tick));
+        self.order.insert(self.tick, key);
+        true
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
 }
 
 /// The shared gateway: upstreams, inspector, routing tables.
@@ -246,6 +327,7 @@ impl Gateway {
     ) -> Result<ServerResult, McpError> {
         let up = &self.upstreams[upstream];
         let meta = passthrough_meta(&ctx.meta);
+        let subject = request_subject(&request);
         let handle = up
             .request(request, options(self.config.request_timeout(), meta))
             .await?;
@@ -257,12 +339,86 @@ impl Gateway {
         );
         let (id, peer) = (handle.id.clone(), handle.peer.clone());
         tokio::select! {
-            r = handle.await_response() => r.map_err(|e| service_error(up.name(), e)),
+            r = handle.await_response() => match r {
+                Ok(result) => {
+                    self.router.settle(up.name(), self.config.request_timeout()).await;
+                    Ok(result)
+                }
+                Err(ServiceError::McpError(e)) => {
+                    self.router.settle(up.name(), self.config.request_timeout()).await;
+                    Err(self.upstream_error(upstream, subject.as_deref(), e).await)
+                }
+                Err(e) => Err(service_error(up.name(), e)),
+            },
             _ = ctx.ct.cancelled() => {
                 let _ = peer.notify_cancelled(rmcp::model::CancelledNotificationParam::new(
                     Some(id), Some("cancelled by the client".into()))).await;
                 Err(McpError::internal_error("cancelled by the client", None))
             }
+        }
+    }
+
+    /// A JSON-RPC error an upstream answered with: its `code`, `message` and
+    /// `data` are the server's text, inspected on `tool_result` as the object
+    /// `{"error": …}` (so a record's paths read `$.error.message`,
+    /// `$.error.data…`) and recorded before anything is forwarded. Forwarded as
+    /// the server sent it (secrets masked) or replaced by a notice naming the
+    /// record (code -32050), never quoting the server.
+    async fn upstream_error(&self, upstream: usize, tool: Option<&str>, e: McpError) -> McpError {
+        let server = self.upstreams[upstream].name();
+        let mut v = match to_value(&e) {
+            Ok(err) => json!({ "error": err }),
+            Err(x) => return x,
+        };
+        let out = match self
+            .inspector
+            .message(Channel::ToolResult, server, tool, &mut v)
+            .await
+        {
+            Ok(out) => out,
+            Err(x) => return internal(x),
+        };
+        if !out.forward {
+            return crate::router::withheld_error_as(&out, "error from the server");
+        }
+        serde_json::from_value::<McpError>(v["error"].take()).unwrap_or_else(internal)
+    }
+
+    /// The egress guard (and the taint check) on a client request other than
+    /// `tools/call` that carries text the model chose: a `resources/read` URI
+    /// (templates let the model write it), `prompts/get` arguments,
+    /// `completion/complete` arguments, anything newer. `label` names it in the
+    /// records (the prompt's name, else the method). Every string of `params`
+    /// is read; anything flagged is refused (-32050) and nothing goes upstream.
+    async fn egress(&self, upstream: usize, label: &str, params: &Value) -> Result<(), McpError> {
+        let server = self.upstreams[upstream].name().to_string();
+        let out = self
+            .inspector
+            .arguments(&server, label, params)
+            .await
+            .map_err(internal)?;
+        if !out.forward {
+            return Err(crate::router::withheld_error_as(
+                &out,
+                "request (its parameters)",
+            ));
+        }
+        let verdict = self
+            .structural
+            .call(&self.inspector, &server, label, None, params)
+            .await
+            .map_err(internal)?;
+        match verdict {
+            Verdict::Pass => Ok(()),
+            Verdict::Held {
+                ref record_id,
+                queue_id,
+                ..
+            } => Err(McpError::new(
+                crate::router::WITHHELD,
+                verdict.message("this request"),
+                Some(json!({ "record_id": record_id, "review_id": queue_id })),
+            )),
         }
     }
 
@@ -276,17 +432,19 @@ impl Gateway {
     ) -> Result<ServerResult, McpError> {
         self.inspected_with_record(channel, upstream, tool, result)
             .await
-            .map(|(r, _)| r)
+            .map(|(r, _, _)| r)
     }
 
-    /// [`Self::inspected`], and the id of the record that decided.
+    /// [`Self::inspected`], and the gateway's decision: the record's id, and
+    /// whether the result went through (false: what is returned is the gateway's
+    /// own notice).
     async fn inspected_with_record(
         &self,
         channel: Channel,
         upstream: usize,
         tool: Option<&str>,
         result: ServerResult,
-    ) -> Result<(ServerResult, String), McpError> {
+    ) -> Result<(ServerResult, String, bool), McpError> {
         let server = self.upstreams[upstream].name().to_string();
         let mut v = to_value(&result)?;
         let size = v.to_string().len();
@@ -306,7 +464,7 @@ impl Gateway {
             .await
             .map_err(internal)?;
         if out.forward {
-            return retype(&result, v).map(|r| (r, out.record.id));
+            return retype(&result, v).map(|r| (r, out.record.id, true));
         }
         if channel == Channel::ToolResult {
             // A held tool result is still a well-formed result: the model reads
@@ -314,6 +472,7 @@ impl Gateway {
             return Ok((
                 ServerResult::CallToolResult(withheld_result(&out)),
                 out.record.id,
+                false,
             ));
         }
         Err(withheld_error(&out))
@@ -459,7 +618,7 @@ impl Gateway {
                         )
                         .as_bytes(),
                     );
-                    let log = self.tables().recorded.insert(context);
+                    let log = self.tables().recorded.insert(context, ());
                     let d = self
                         .structural
                         .tool_metadata(&self.inspector, &server, &ident, &raw, shown, &others, log)
@@ -563,7 +722,7 @@ impl Gateway {
             )
             .as_bytes(),
         );
-        let cached = self.tables().decided.get(&key).cloned();
+        let cached = self.tables().decided.get(&key);
         let (decided, detector_record) = match cached {
             Some(d) => (d, None),
             None => {
@@ -821,15 +980,27 @@ impl Gateway {
                 // Not listed yet: list resources and templates first, so a read
                 // under a template that would be withheld is refused.
                 for templates in [false, true] {
-                    if let Err(e) = self
+                    match self
                         .list(ListKind::Resources, templates, ctx, session)
                         .await
                     {
-                        if self.upstreams.len() > 1 {
-                            return Err(e);
+                        Ok(_) => {}
+                        // A server without resource templates has none to
+                        // withhold a read by.
+                        Err(e) if templates && e.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND => {}
+                        // Fail closed: without the listing the gateway cannot
+                        // tell whether a withheld entry covers this URI.
+                        Err(e) => {
+                            return Err(McpError::internal_error(
+                                format!(
+                                    "portcullis: refusing to read {uri:?}: listing {} first failed, \
+                                     so the gateway cannot tell whether a withheld entry covers it: {}",
+                                    if templates { "resources/templates/list" } else { "resources/list" },
+                                    e.message
+                                ),
+                                Some(json!({ "code": e.code.0 })),
+                            ))
                         }
-                        // One upstream that cannot list: nothing to withhold by.
-                        tracing::warn!(error = %e.message, "listing resources before a read failed");
                     }
                 }
                 self.tables().resources_listed = true;
@@ -929,7 +1100,7 @@ impl Gateway {
                     )
                     .await?;
                 let raw = to_value(&result)?;
-                let (out, result_record) = self
+                let (out, result_record, passed) = self
                     .inspected_with_record(
                         Channel::ToolResult,
                         route.upstream,
@@ -937,9 +1108,12 @@ impl Gateway {
                         result,
                     )
                     .await?;
-                if let ServerResult::CallToolResult(forwarded) = &out {
+                // The structural result checks run on what the detector let
+                // through: known from the gateway's own decision, never from
+                // the text of the result (which the server writes).
+                if let (true, ServerResult::CallToolResult(forwarded)) = (passed, &out) {
                     let shown = to_value(forwarded)?;
-                    if !is_withheld(&shown) {
+                    {
                         let known: Vec<String> = {
                             let t = self.tables();
                             t.tools
@@ -975,6 +1149,8 @@ impl Gateway {
                 let exposed = r.params.name.to_string();
                 let route = self.route(Channel::Prompt, &exposed, &ctx, session).await?;
                 r.params.name = route.name.clone();
+                self.egress(route.upstream, &route.name, &to_value(&r.params)?)
+                    .await?;
                 let result = self
                     .forward(
                         route.upstream,
@@ -989,6 +1165,8 @@ impl Gateway {
             ClientRequest::ReadResourceRequest(r) => {
                 let uri = r.params.uri.clone();
                 let i = self.resource_route(&uri, &ctx, session).await?;
+                self.egress(i, "resources/read", &to_value(&r.params)?)
+                    .await?;
                 let result = self
                     .forward(i, ClientRequest::ReadResourceRequest(r), &ctx, session)
                     .await?;
@@ -998,12 +1176,16 @@ impl Gateway {
                 let i = self
                     .resource_route(&r.params.uri.clone(), &ctx, session)
                     .await?;
+                self.egress(i, "resources/subscribe", &to_value(&r.params)?)
+                    .await?;
                 self.forward(i, ClientRequest::SubscribeRequest(r), &ctx, session)
                     .await
             }
             ClientRequest::UnsubscribeRequest(r) => {
                 let i = self
                     .resource_route(&r.params.uri.clone(), &ctx, session)
+                    .await?;
+                self.egress(i, "resources/unsubscribe", &to_value(&r.params)?)
                     .await?;
                 self.forward(i, ClientRequest::UnsubscribeRequest(r), &ctx, session)
                     .await
@@ -1019,8 +1201,14 @@ impl Gateway {
                 Ok(ServerResult::empty(()))
             }
             other if self.upstreams.len() == 1 => {
-                // Completion and anything newer: relayed to the one upstream, and
-                // the answer walked string by string like any result.
+                // Completion and anything newer: its parameters through the
+                // egress guard, relayed to the one upstream, and the answer
+                // walked string by string like any result.
+                let params = to_value(&other)?
+                    .get("params")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                self.egress(0, other.method(), &params).await?;
                 let result = self.forward(0, other, &ctx, session).await?;
                 self.inspected(Channel::ToolResult, 0, None, result).await
             }
@@ -1299,13 +1487,28 @@ async fn merged_info(
     }
     let mut info = InitializeResult::new(caps);
     info.protocol_version = crate::MAX_PROTOCOL;
+    let own = || Implementation::new("portcullis", env!("CARGO_PKG_VERSION"));
     info.server_info = match (upstreams, config.namespaced()) {
-        ([one], false) => one
-            .info
-            .server_info
-            .clone()
-            .unwrap_or_else(|| Implementation::new("portcullis", env!("CARGO_PKG_VERSION"))),
-        _ => Implementation::new("portcullis", env!("CARGO_PKG_VERSION")),
+        // The one upstream's own name, title, description and links reach the
+        // client: inspected like its instructions, and replaced by the
+        // gateway's own if withheld.
+        ([one], false) => match &one.info.server_info {
+            Some(si) => {
+                let mut v = serde_json::to_value(si).unwrap_or(Value::Null);
+                let out = inspector
+                    .message(Channel::ServerInstructions, one.name(), None, &mut v)
+                    .await?;
+                match (out.forward, serde_json::from_value::<Implementation>(v)) {
+                    (true, Ok(kept)) => kept,
+                    _ => {
+                        tracing::warn!(server = one.name(), record = %out.record.id, "serverInfo withheld");
+                        own()
+                    }
+                }
+            }
+            None => own(),
+        },
+        _ => own(),
     };
     info.instructions = (!parts.is_empty()).then(|| parts.join("\n\n"));
     Ok(info)
@@ -1470,14 +1673,6 @@ fn held_result(text: &str) -> CallToolResult {
     r
 }
 
-/// Whether a result is the gateway's own "withheld" answer.
-fn is_withheld(v: &Value) -> bool {
-    v["isError"] == true
-        && v["content"][0]["text"]
-            .as_str()
-            .is_some_and(|t| t.starts_with("portcullis: "))
-}
-
 fn withheld_result(out: &Outcome) -> CallToolResult {
     let mut r = CallToolResult::error(vec![ContentBlock::text(out.withheld_message())]);
     r.structured_content = None;
@@ -1508,13 +1703,31 @@ fn retype(original: &ServerResult, v: Value) -> Result<ServerResult, McpError> {
     }
 }
 
+/// The name a request is about (a tool's or a prompt's), for its records.
+fn request_subject(r: &ClientRequest) -> Option<String> {
+    match r {
+        ClientRequest::CallToolRequest(r) => Some(r.params.name.to_string()),
+        ClientRequest::GetPromptRequest(r) => Some(r.params.name.clone()),
+        _ => None,
+    }
+}
+
 fn internal(e: impl std::fmt::Display) -> McpError {
     McpError::internal_error(format!("portcullis: {e}"), None)
 }
 
+/// An error of the connection to an upstream, in the gateway's own words. A
+/// JSON-RPC error the server answered with is its text: [`Gateway::forward`]
+/// inspects it; here (a re-list) only its code is kept.
 fn service_error(server: &str, e: ServiceError) -> McpError {
     match e {
-        ServiceError::McpError(e) => e,
+        ServiceError::McpError(e) => McpError::internal_error(
+            format!(
+                "portcullis: server {server:?} answered with error {}",
+                e.code.0
+            ),
+            None,
+        ),
         ServiceError::Timeout { timeout } => McpError::internal_error(
             format!(
                 "portcullis: server {server:?} did not answer within {timeout:?} \
@@ -1560,6 +1773,28 @@ mod tests {
             serde_json::to_value(&merged).unwrap(),
             json!({"tools": {"listChanged": true}, "prompts": {}, "resources": {"listChanged": false, "subscribe": true}})
         );
+    }
+
+    #[test]
+    fn the_decision_cache_keeps_its_most_recently_used_entries() {
+        let mut c: Lru<String, u32> = Lru::new(3);
+        for (i, k) in ["a", "b", "c"].iter().enumerate() {
+            assert!(c.insert(k.to_string(), i as u32));
+        }
+        // Using `a` makes `b` the oldest: a fourth entry evicts `b`.
+        assert_eq!(c.get(&"a".to_string()), Some(0));
+        assert!(c.insert("d".into(), 3));
+        assert_eq!(c.len(), 3);
+        assert_eq!(c.get(&"b".to_string()), None);
+        assert_eq!(c.get(&"a".to_string()), Some(0));
+        // Replacing is not inserting, and never grows the map.
+        assert!(!c.insert("d".into(), 4));
+        assert_eq!(c.get(&"d".to_string()), Some(4));
+        for i in 0..10_000u32 {
+            c.insert(format!("k{i}"), i);
+        }
+        assert_eq!(c.len(), 3);
+        assert_eq!(c.order.len(), 3);
     }
 
     #[test]

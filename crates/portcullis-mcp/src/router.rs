@@ -5,6 +5,12 @@
 //! Upstream connections are shared by all downstream sessions. A server's request
 //! (sampling, elicitation, roots) goes to the session whose call to that server is
 //! in flight (the most recent one), else to the most recently active session.
+//!
+//! Every notification that carries a server's text toward a client is inspected
+//! on `tool_result` (a record first) before it is relayed: a progress message goes
+//! only to the session whose progress token it is; a logging message only to the
+//! one session it can be attributed to ([`Router::log_target`]); a held one is
+//! relayed with its text replaced by a notice naming the record.
 
 use crate::inspect::Inspector;
 use portcullis_core::Channel;
@@ -42,6 +48,10 @@ struct State {
 
 pub struct Router {
     state: Mutex<State>,
+    /// Notifications of each upstream being inspected and relayed right now.
+    relaying: Mutex<HashMap<String, usize>>,
+    /// Woken whenever a relay ends.
+    relayed: tokio::sync::Notify,
     next_session: AtomicU64,
     inspector: Arc<Inspector>,
     relist: tokio::sync::mpsc::UnboundedSender<(String, ListKind)>,
@@ -82,6 +92,8 @@ impl Router {
     ) -> Router {
         Router {
             state: Mutex::new(State::default()),
+            relaying: Mutex::new(HashMap::new()),
+            relayed: tokio::sync::Notify::new(),
             next_session: AtomicU64::new(1),
             inspector,
             relist,
@@ -151,6 +163,50 @@ impl Router {
             .and_then(|v| v.last().copied())
             .or(st.last_active)?;
         st.sessions.get(&id).cloned()
+    }
+
+    /// The one session a logging notification of `server` belongs to: the
+    /// session with a request to that server in flight, if exactly one has; with
+    /// none in flight, the only session if there is one (stdio: the client).
+    /// Otherwise `None`: the message cannot be attributed, and relaying it to
+    /// every session would show one client another's activity, so it is dropped.
+    fn log_target(&self, server: &str) -> Option<Peer<RoleServer>> {
+        let st = self.lock();
+        let inflight: std::collections::BTreeSet<u64> = st
+            .inflight
+            .get(server)
+            .map(|v| v.iter().copied().collect())
+            .unwrap_or_default();
+        let open: Vec<(&u64, &Peer<RoleServer>)> = st
+            .sessions
+            .iter()
+            .filter(|(_, p)| !p.is_transport_closed())
+            .collect();
+        match (inflight.len(), open.as_slice()) {
+            (1, _) => inflight.first().and_then(|id| st.sessions.get(id)).cloned(),
+            (0, [(_, only)]) => Some((*only).clone()),
+            _ => None,
+        }
+    }
+
+    /// Inspect what a notification carries toward the client (`value`, masked
+    /// in place). `None`: nothing in it is text (no record is written).
+    async fn inspect_notification(
+        &self,
+        server: &str,
+        value: &mut Value,
+    ) -> Result<Option<crate::inspect::Outcome>, McpError> {
+        if crate::inspect::message_items(Channel::ToolResult, value)
+            .items
+            .is_empty()
+        {
+            return Ok(None);
+        }
+        self.inspector
+            .message(Channel::ToolResult, server, None, value)
+            .await
+            .map(Some)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))
     }
 
     fn sessions(&self) -> Vec<Peer<RoleServer>> {
@@ -232,8 +288,49 @@ impl Router {
         Ok(answer)
     }
 
+    fn relaying(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+        self.relaying.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wait (at most `limit`) until the notifications `server` sent before a
+    /// response are relayed. rmcp hands each notification to a task of its own
+    /// and the response to the waiting request right after, so without this a
+    /// response could overtake the progress and log messages of its own call
+    /// (which the client then drops, or which would be attributed once the call
+    /// is no longer in flight). The caller keeps its request in flight meanwhile.
+    pub async fn settle(&self, server: &str, limit: std::time::Duration) {
+        // Let the tasks rmcp just spawned start.
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let woken = self.relayed.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if self.relaying().get(server).copied().unwrap_or(0) == 0 {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, woken).await.is_err() {
+                tracing::warn!(%server, "notifications still being relayed; answering anyway");
+                return;
+            }
+        }
+    }
+
     /// A notification from an upstream.
     pub async fn server_notification(&self, server: &str, notification: ServerNotification) {
+        struct Relay<'a>(&'a Router, String);
+        impl Drop for Relay<'_> {
+            fn drop(&mut self) {
+                if let Some(n) = self.0.relaying().get_mut(&self.1) {
+                    *n = n.saturating_sub(1);
+                }
+                self.0.relayed.notify_waiters();
+            }
+        }
+        *self.relaying().entry(server.to_string()).or_default() += 1;
+        let _relay = Relay(self, server.to_string());
         match notification {
             ServerNotification::ProgressNotification(p) => {
                 let target = {
@@ -251,7 +348,19 @@ impl Router {
                     } = p.params;
                     let mut param = ProgressNotificationParam::new(token, progress);
                     param.total = total;
-                    param.message = message;
+                    if let Some(text) = message {
+                        let mut v = json!({ "message": text });
+                        param.message = match self.inspect_notification(server, &mut v).await {
+                            Ok(Some(out)) if !out.forward => {
+                                Some(out.withheld_message_as("progress message"))
+                            }
+                            Ok(_) => v["message"].as_str().map(str::to_string),
+                            Err(e) => {
+                                tracing::warn!(%server, error = %e.message, "progress message not inspected; dropped");
+                                None
+                            }
+                        };
+                    }
                     let _ = peer
                         .send_notification(ServerNotification::ProgressNotification(
                             ProgressNotification::new(param),
@@ -271,12 +380,59 @@ impl Router {
             ServerNotification::ResourceListChangedNotification(_) => {
                 let _ = self.relist.send((server.to_string(), ListKind::Resources));
             }
+            #[allow(deprecated)] // logging is deprecated by SEP-2577 but servers still log
+            ServerNotification::LoggingMessageNotification(n) => {
+                let Some(peer) = self.log_target(server) else {
+                    tracing::debug!(%server, "logging notification not attributable to one session; dropped");
+                    return;
+                };
+                let level = n.params.level;
+                let mut v = match serde_json::to_value(&n.params) {
+                    Ok(v) => v,
+                    Err(_) => return,
+                };
+                let params = match self.inspect_notification(server, &mut v).await {
+                    Ok(Some(out)) if !out.forward => {
+                        rmcp::model::LoggingMessageNotificationParam::new(
+                            level,
+                            Value::String(out.withheld_message_as("log message")),
+                        )
+                        .with_logger("portcullis")
+                    }
+                    Ok(_) => match serde_json::from_value(v) {
+                        Ok(p) => p,
+                        Err(_) => return,
+                    },
+                    Err(e) => {
+                        tracing::warn!(%server, error = %e.message, "log message not inspected; dropped");
+                        return;
+                    }
+                };
+                let _ = peer
+                    .send_notification(ServerNotification::LoggingMessageNotification(
+                        rmcp::model::LoggingMessageNotification::new(params),
+                    ))
+                    .await;
+            }
             other => {
-                // Logging, resource updates and anything newer: relayed to every
-                // session (they carry no text toward the model's context window
-                // beyond what list/read calls inspect).
+                // Resource updates and anything newer: inspected, then relayed
+                // to every session (subscriptions are shared per upstream); a
+                // held one is dropped.
+                let mut v = match serde_json::to_value(&other) {
+                    Ok(v) => v,
+                    Err(_) => return,
+                };
+                let relay = match self.inspect_notification(server, &mut v).await {
+                    Ok(Some(out)) if !out.forward => None,
+                    Ok(_) => serde_json::from_value::<ServerNotification>(v).ok(),
+                    Err(e) => {
+                        tracing::warn!(%server, error = %e.message, "notification not inspected; dropped");
+                        None
+                    }
+                };
+                let Some(n) = relay else { return };
                 for peer in self.sessions() {
-                    let _ = peer.send_notification(other.clone()).await;
+                    let _ = peer.send_notification(n.clone()).await;
                 }
             }
         }
@@ -299,9 +455,14 @@ impl Router {
 
 /// The JSON-RPC error a client (or server) gets for a withheld message.
 pub fn withheld_error(out: &crate::inspect::Outcome) -> McpError {
+    withheld_error_as(out, crate::inspect::subject(out.record.channel))
+}
+
+/// [`withheld_error`] naming the item as `what`.
+pub fn withheld_error_as(out: &crate::inspect::Outcome, what: &str) -> McpError {
     McpError::new(
         WITHHELD,
-        out.withheld_message(),
+        out.withheld_message_as(what),
         Some(json!({
             "record_id": out.record.id,
             "status": out.record.status.as_str(),

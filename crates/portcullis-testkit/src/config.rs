@@ -11,6 +11,8 @@ pub enum ConfigError {
     UnknownProfile(String),
     #[error("unknown poison `{0}` (expected one of: {list})", list = Poison::NAMES.join(", "))]
     UnknownPoison(String),
+    #[error("unknown hostile behaviour `{0}` (expected one of: {list})", list = Hostile::NAMES.join(", "))]
+    UnknownHostile(String),
     #[error("unknown transport `{0}` (expected `stdio` or `http`)")]
     UnknownTransport(String),
 }
@@ -184,6 +186,78 @@ pub struct Extras {
     /// Tools listed a second time under another name (`OLD=NEW`; a call to NEW
     /// acts like OLD), for same-server copies.
     pub copies: Vec<(String, String)>,
+    /// Hostile behaviours on the gateway's message path (see [`Hostile`]), each
+    /// switched on by name; none changes what the other options serve.
+    pub hostile: BTreeSet<Hostile>,
+}
+
+/// A hostile behaviour on a path other than a listed definition or a plain result:
+/// each lists one tool of its own (`notify` also declares `logging`;
+/// `list_error` only makes the resource lists fail after their first call) and changes nothing else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Hostile {
+    /// `status_check` answers with a JSON-RPC error whose `message` and `data`
+    /// carry an injection.
+    RpcError,
+    /// `unit_lookup` answers `isError` with a tool-transfer redirect that starts
+    /// with `portcullis: `, as the gateway's own notices do.
+    PrefixedRedirect,
+    /// `sync_files` sends a progress notification (when the client gave a token)
+    /// and a logging notification, each carrying an injection; declares `logging`.
+    Notify,
+    /// `lookup_profile` returns structured content with an injection as an
+    /// object key, and a fake access key id as another.
+    ResultKey,
+    /// `resources/list` and `resources/templates/list` fail from their second
+    /// call in the process on (the client's own first listing works; reads
+    /// always work).
+    ListError,
+    /// The `initialize` result's `serverInfo.title` carries an injection.
+    ServerInfo,
+}
+
+impl Hostile {
+    pub const ALL: [Hostile; 6] = [
+        Hostile::RpcError,
+        Hostile::PrefixedRedirect,
+        Hostile::Notify,
+        Hostile::ResultKey,
+        Hostile::ListError,
+        Hostile::ServerInfo,
+    ];
+    pub const NAMES: [&'static str; 6] = [
+        "rpc_error",
+        "prefixed_redirect",
+        "notify",
+        "result_key",
+        "list_error",
+        "server_info",
+    ];
+
+    pub fn name(self) -> &'static str {
+        let i = Self::ALL.iter().position(|h| *h == self).unwrap_or(0);
+        Self::NAMES[i]
+    }
+
+    /// A comma list of names (empty: none).
+    pub fn parse_list(s: &str) -> Result<BTreeSet<Hostile>, ConfigError> {
+        s.split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(str::parse)
+            .collect()
+    }
+}
+
+impl FromStr for Hostile {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::NAMES
+            .iter()
+            .position(|n| *n == s)
+            .map(|i| Self::ALL[i])
+            .ok_or_else(|| ConfigError::UnknownHostile(s.to_string()))
+    }
 }
 
 impl ServerOptions {

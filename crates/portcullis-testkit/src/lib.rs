@@ -16,7 +16,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
-pub use config::{ConfigError, Extras, Poison, Profile, ServerOptions, TransportKind};
+pub use config::{ConfigError, Extras, Hostile, Poison, Profile, ServerOptions, TransportKind};
 pub use server::{SharedState, TestServer};
 
 /// Errors of running a test server.

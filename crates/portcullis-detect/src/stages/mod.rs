@@ -62,9 +62,13 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
     fn name(&self) -> &'static str;
     /// Whether the stage runs on this item at all.
     /// By default every channel but the outbound-only ones
-    /// ([`Channel::is_outbound_only`]: read by the egress guard alone).
+    /// ([`Channel::is_outbound_only`]: read by the egress guard alone), and not
+    /// the keys of tool-call arguments: those are the tool's own property names
+    /// echoed back (judged in its definition), and only the egress guard reads
+    /// them, for a secret written as a key.
     fn applies(&self, item: &Item) -> bool {
-        !item.channel.is_outbound_only()
+        let argument_key = item.is_key && item.channel == Channel::ToolArguments;
+        !(item.channel.is_outbound_only() || argument_key)
     }
     /// Weight of the stage's score in the fusion, for a decision on `channel`.
     fn weight(&self, _config: &Config, _channel: Channel) -> f64 {

@@ -5,7 +5,9 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 use clap::Parser;
-use portcullis_testkit::{Extras, HttpServer, Poison, Profile, ServerOptions, TransportKind};
+use portcullis_testkit::{
+    Extras, Hostile, HttpServer, Poison, Profile, ServerOptions, TransportKind,
+};
 
 /// MCP test server for Portcullis: benign tools, poison on every channel, fault tools.
 #[derive(Debug, Parser)]
@@ -52,6 +54,10 @@ struct Args {
     /// Append text to the server's `initialize` instructions.
     #[arg(long)]
     instructions: Option<String>,
+    /// Hostile behaviours on the gateway's message path, a comma list (any
+    /// profile): rpc_error, prefixed_redirect, notify, result_key, list_error, server_info.
+    #[arg(long, default_value = "")]
+    hostile: String,
 }
 
 fn pairs(flag: &str, values: &[String]) -> anyhow::Result<Vec<(String, String)>> {
@@ -93,6 +99,7 @@ fn main() -> anyhow::Result<()> {
             copies: pairs("--copy", &args.copies)?,
             describe: pairs("--describe", &args.describe)?,
             instructions: args.instructions.clone(),
+            hostile: Hostile::parse_list(&args.hostile).context("--hostile")?,
         },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
