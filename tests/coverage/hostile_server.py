@@ -114,7 +114,10 @@ def answer(msg, send=send, await_answer=await_stdio):
     method, params, rid = msg.get("method"), msg.get("params") or {}, msg.get("id")
     if method == "initialize":
         with open(INIT, encoding="utf-8") as f:
-            send({"jsonrpc": "2.0", "id": rid, "result": json.load(f)})
+            result = json.load(f)
+        if result.get("protocolVersion") == "$ECHO":  # the version the gateway offers
+            result["protocolVersion"] = params.get("protocolVersion")
+        send({"jsonrpc": "2.0", "id": rid, "result": result})
         return
     c = control()
     if c.get("method") == method:
