@@ -218,10 +218,6 @@ def fix_fillers(message, inst, n):
         for k, v in C2S_FILL[message].items():
             if params.get(k) in ("probe", "file:///probe.txt"):
                 params[k] = v
-    if message == "CompleteRequest" and isinstance(params, dict):
-        r = params.get("ref")
-        if isinstance(r, dict) and r.get("type") == "ref/resource" and r.get("uri") == "file:///probe.txt":
-            pass
     for field in ("tools", "prompts", "resources", "resourceTemplates"):
         for e in inst.get(field, []) if isinstance(inst.get(field), list) else []:
             if isinstance(e, dict):
@@ -420,9 +416,8 @@ class Run:
             json.dump(c, f)
 
     def step(self, pos, inst):
-        """Send one instance; returns (what the far side got as text, records, note)."""
-        m, note = pos.message, ""
-        answer = None
+        """Send one instance; returns the answer to the client's request that carried it."""
+        m = pos.message
         if pos.direction == "s2c":
             if m in S2C_RESULTS:
                 method, params = S2C_RESULTS[m]
@@ -442,7 +437,7 @@ class Run:
                     answer=lambda r: {"result": BENIGN_ANSWER.get(r.get("method"), {})},
                 )
                 self.c.settle(0.25)
-            return "far", resp
+            return resp
         # client → server
         if m in C2S_RESULT_TRIGGER or m == "Error(answer)":
             trig = C2S_RESULT_TRIGGER.get(m, "CreateMessageRequest")
@@ -459,7 +454,7 @@ class Run:
             resp = self.c.request("tools/call", {"name": "probe", "arguments": {}})
         else:
             resp = self.c.request(inst["method"], inst.get("params", {}))
-        return "near", resp
+        return resp
 
 
 def main():
@@ -523,7 +518,7 @@ def main():
             inst = fix_fillers(pos.message, build(schema, pos, n, marker), n)
             node = error_node(schema) if pos.message.startswith("Error") else ref(schema, pos.message)
             errs = sorted(sw.validator_node(schema, node).iter_errors(inst), key=str)
-            if errs and pos.message != "ProgressNotification":
+            if errs:
                 problems.append(f"{v}: generated instance of {pos.key} is invalid: {errs[0].message}")
             shape = json.dumps([pos.direction, pos.message, pos.text, inst], sort_keys=True).replace(tok, "@")
             shape = shape.replace(vkey(n), "@k")
@@ -567,7 +562,7 @@ def main():
                     mark = run.marks()
                     note = ""
                     try:
-                        _, resp = run.step(pos, inst)
+                        resp = run.step(pos, inst)
                         if "error" in resp:
                             note = f"answer: error {resp['error'].get('code')}"
                     except TimeoutError as e:
