@@ -491,15 +491,19 @@ pub fn tool_items(tool: &Value, server: Option<&str>) -> Result<Extracted, crate
             w.walk(Channel::ToolSchema, v, &format!("$.{key}"), 1, true, false);
         }
     }
-    if let Some(v) = obj.get("annotations") {
-        w.walk(
-            Channel::ToolDescription,
-            v,
-            "$.annotations",
-            1,
-            false,
-            false,
-        );
+    // Icons too: their `src`, `mimeType` and `sizes` reach the client like any field
+    // (a `data:` URI's Base64 decodes to no text and passes).
+    for key in ["annotations", "icons"] {
+        if let Some(v) = obj.get(key) {
+            w.walk(
+                Channel::ToolDescription,
+                v,
+                &format!("$.{key}"),
+                1,
+                false,
+                false,
+            );
+        }
     }
     // Anything else (vendor fields, `_meta`, future spec fields) is walked too:
     // a new field is inspected generically rather than passed through unseen.
@@ -572,7 +576,8 @@ mod tests {
                 "$defs": {"helper": {"description": "in defs"}}
             },
             "outputSchema": {"type": "object", "properties": {"content": {"description": "out"}}},
-            "annotations": {"title": "Reader", "readOnlyHint": true}
+            "annotations": {"title": "Reader", "readOnlyHint": true},
+            "icons": [{"src": "https://example.com/reader.png", "mimeType": "image/png", "sizes": ["48x48"]}]
         });
         let e = tool_items(&tool, Some("fs")).unwrap();
         let p = paths(&e);
@@ -605,6 +610,8 @@ mod tests {
         assert!(has("$.inputSchema.$defs.helper.description", "in defs"));
         assert!(has("$.outputSchema.properties.content.description", "out"));
         assert!(has("$.annotations.title", "Reader"));
+        assert!(has("$.icons[0].src", "https://example.com/reader.png"));
+        assert!(has("$.icons[0].sizes[0]", "48x48"));
         // Grammar is not content: "type", "properties" and "object" keys are not items.
         assert!(!p
             .iter()
