@@ -212,7 +212,11 @@ fn wrap_remote(text: &str, node: &Node, proxy: &str, proxy_args: &[String]) -> S
                     placed = true;
                 }
             }
-            "headers" => {}
+            // Replaced by the proxy's: a remote entry that also carries `args`
+            // (an entry with a `command` is a stdio one) would otherwise keep
+            // them after the proxy's, and of two equal keys a client reads the
+            // last, so it would start the proxy with the entry's own arguments.
+            "headers" | "args" => {}
             "type" => parts.push("\"type\": \"stdio\"".to_string()),
             _ => parts.push(text[m.span()].to_string()),
         }
@@ -548,6 +552,38 @@ mod tests {
 
     fn no_remote() -> impl FnMut(&ServerEntry) -> Result<(Vec<String>, PathBuf), String> {
         |_| Err("no remote hook in this test".to_string())
+    }
+
+    /// Found by the clientconfig fuzz target (fuzz/crashes/clientconfig/): a
+    /// remote entry that also has `args` kept them after the proxy's, so the
+    /// wrapped file's client started the proxy with the entry's own arguments.
+    #[test]
+    fn a_remote_entry_with_its_own_args_runs_the_proxy_after_wrap() {
+        let text = "{\n  \"mcpServers\": {\n    \"github\": {\n      \"type\": \"http\",\n      \"url\": \"https://api.example/mcp/\",\n      \"args\": [\"-m\", \"db_server\"],\n      \"x-team-owner\": \"data-platform\"\n    }\n  }\n}\n";
+        let c = cfg(text);
+        let mut remote = |_: &ServerEntry| {
+            Ok((
+                vec!["proxy".into(), "--config".into(), "g.toml".into()],
+                PathBuf::from("g.toml"),
+            ))
+        };
+        let (out, changes, entries) = wrap_text(&c, "/bin/portcullis", &mut remote);
+        assert_eq!(
+            changes,
+            vec![Change::Wrapped {
+                name: "github".into()
+            }]
+        );
+        let after = cfg(&out);
+        assert_eq!(
+            after.servers[0].wrapped(),
+            Some(Wrapped::Gateway {
+                config: "g.toml".into()
+            }),
+            "{out}"
+        );
+        assert_eq!(after.servers[0].raw["x-team-owner"], "data-platform");
+        assert_eq!(unwrap_text(&after, &entries).0, text);
     }
 
     #[test]
