@@ -284,6 +284,19 @@ pub fn wrap_text(
                 let new_args = proxy_args(&s.name, env.keys(), command, args);
                 (wrap_stdio(&cfg.text, &s.node, proxy, &new_args), None)
             }
+            // The wrapped entry is a stdio one that keeps the entry's `env`; an
+            // `env` a stdio entry cannot have would make it an invalid entry that
+            // no client starts and `unwrap` does not recognize.
+            Transport::Remote { .. } if crate::model::string_map(s.raw.get("env")).is_err() => {
+                let why = crate::model::string_map(s.raw.get("env"))
+                    .err()
+                    .unwrap_or_default();
+                changes.push(Change::Skipped {
+                    name,
+                    why: format!("`env` of a remote entry the proxy cannot start with: {why}"),
+                });
+                continue;
+            }
             Transport::Remote { .. } => match remote(s) {
                 Ok((args, file)) => (wrap_remote(&cfg.text, &s.node, proxy, &args), Some(file)),
                 Err(why) => {
@@ -584,6 +597,28 @@ mod tests {
         );
         assert_eq!(after.servers[0].raw["x-team-owner"], "data-platform");
         assert_eq!(unwrap_text(&after, &entries).0, text);
+    }
+
+    /// Found by the clientconfig fuzz target (fuzz/crashes/clientconfig/): a
+    /// remote entry whose `env` is not a map of strings became, wrapped, a stdio
+    /// entry that is invalid (no client starts it, `unwrap` does not recognize
+    /// it). It is skipped, and says why.
+    #[test]
+    fn a_remote_entry_with_an_env_a_stdio_entry_cannot_have_is_skipped() {
+        let text = r#"{"mcpServers": {"r": {"serverUrl": "https://x.example/mcp", "env": {"A": {"b": 1}}}}}"#;
+        let mut remote = |_: &ServerEntry| {
+            Ok((
+                vec!["proxy".into(), "--config".into(), "g.toml".into()],
+                PathBuf::from("g.toml"),
+            ))
+        };
+        let (out, changes, entries) = wrap_text(&cfg(text), "/bin/portcullis", &mut remote);
+        assert_eq!(out, text);
+        assert!(entries.is_empty());
+        assert!(
+            matches!(&changes[..], [Change::Skipped { name, why }] if name == "r" && why.contains("env")),
+            "{changes:?}"
+        );
     }
 
     #[test]
