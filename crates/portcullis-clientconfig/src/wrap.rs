@@ -331,6 +331,10 @@ pub fn wrap_text(
 pub fn unwrap_text(cfg: &ClientConfig, known: &[ManifestEntry]) -> (String, Vec<Change>) {
     let mut edits = Vec::new();
     let mut changes = Vec::new();
+    // Each record restores one entry: under a key written twice, two entries can
+    // share a location and a wrapped text (wrap drops `headers`) and differ in
+    // their originals; they take the records in order, as wrap wrote them.
+    let mut used = vec![false; known.len()];
     for s in &cfg.servers {
         let name = s.name.clone();
         let Some(w) = s.wrapped() else {
@@ -340,8 +344,12 @@ pub fn unwrap_text(cfg: &ClientConfig, known: &[ManifestEntry]) -> (String, Vec<
         let current = &cfg.text[s.span.clone()];
         let recorded = known
             .iter()
-            .find(|e| e.location == s.location && e.wrapped == current);
-        let restored = match (recorded, w) {
+            .enumerate()
+            .position(|(i, e)| !used[i] && e.location == s.location && e.wrapped == current);
+        if let Some(i) = recorded {
+            used[i] = true;
+        }
+        let restored = match (recorded.map(|i| &known[i]), w) {
             (Some(e), _) => Some(e.original.clone()),
             (None, Wrapped::Stdio { command, args }) => {
                 unwrap_stdio(&cfg.text, &s.node, &command, &args)
@@ -619,6 +627,24 @@ mod tests {
             matches!(&changes[..], [Change::Skipped { name, why }] if name == "r" && why.contains("env")),
             "{changes:?}"
         );
+    }
+
+    /// Found by the clientconfig fuzz target (fuzz/crashes/clientconfig/): two
+    /// remote entries under one key, differing only in `headers`, wrap to the same
+    /// text; unwrap gave both the first one's original.
+    #[test]
+    fn entries_under_a_key_written_twice_unwrap_to_their_own_originals() {
+        let text = r#"{"mcpServers": {"r": {"url": "https://x.example/mcp", "headers": {"A": "1"}}, "r": {"url": "https://x.example/mcp", "headers": {"A": "2"}}}}"#;
+        let mut remote = |_: &ServerEntry| {
+            Ok((
+                vec!["proxy".into(), "--config".into(), "g.toml".into()],
+                PathBuf::from("g.toml"),
+            ))
+        };
+        let (out, _, entries) = wrap_text(&cfg(text), "/bin/portcullis", &mut remote);
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0].wrapped, entries[1].wrapped);
+        assert_eq!(unwrap_text(&cfg(&out), &entries).0, text);
     }
 
     #[test]
