@@ -1,8 +1,9 @@
-# The two commands of the README: `make demo` and `make test`.
+# The two commands of the README: `make demo` and `make test`; `make fuzz` (not
+# part of `make test`) is described in docs/fuzzing.md.
 CARGO ?= cargo
 BIN := target/release/portcullis
 
-.PHONY: demo test lint unit bench setup build
+.PHONY: demo test lint unit bench setup build fuzz fuzz-setup
 
 ## Set up (toolchain, interop pieces), build, scan the demo inputs, then run the
 ## gateway in front of a benign and an attack server and show what the client gets.
@@ -35,3 +36,14 @@ unit:
 ## criterion benchmarks of normalize+rules (not part of `make test`).
 bench:
 	$(CARGO) bench -p portcullis-detect --bench pipeline
+
+## Fuzz every target for FUZZ_SECONDS each (default 60), one at a time, under
+## nice; prints targets, seconds, executions, exec/s, crashes, hangs and corpus
+## sizes (docs/fuzzing.md). Stable toolchain, libFuzzer; not part of `make test`:
+## CI replays the committed corpora instead (crates/portcullis-fuzz/tests/replay.rs).
+FUZZ_SECONDS ?= 60
+fuzz: fuzz-setup
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh $(FUZZ_TARGETS)
+
+fuzz-setup:
+	@scripts/setup-fuzz.sh

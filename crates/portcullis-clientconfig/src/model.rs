@@ -290,7 +290,7 @@ fn collect(text: &str, location: &str, list: &Node, out: &mut Vec<ServerEntry>) 
     }
 }
 
-fn string_map(v: Option<&Value>) -> Result<BTreeMap<String, String>, String> {
+pub(crate) fn string_map(v: Option<&Value>) -> Result<BTreeMap<String, String>, String> {
     let mut out = BTreeMap::new();
     match v {
         None | Some(Value::Null) => {}

@@ -212,7 +212,11 @@ fn wrap_remote(text: &str, node: &Node, proxy: &str, proxy_args: &[String]) -> S
                     placed = true;
                 }
             }
-            "headers" => {}
+            // Replaced by the proxy's: a remote entry that also carries `args`
+            // (an entry with a `command` is a stdio one) would otherwise keep
+            // them after the proxy's, and of two equal keys a client reads the
+            // last, so it would start the proxy with the entry's own arguments.
+            "headers" | "args" => {}
             "type" => parts.push("\"type\": \"stdio\"".to_string()),
             _ => parts.push(text[m.span()].to_string()),
         }
@@ -280,6 +284,19 @@ pub fn wrap_text(
                 let new_args = proxy_args(&s.name, env.keys(), command, args);
                 (wrap_stdio(&cfg.text, &s.node, proxy, &new_args), None)
             }
+            // The wrapped entry is a stdio one that keeps the entry's `env`; an
+            // `env` a stdio entry cannot have would make it an invalid entry that
+            // no client starts and `unwrap` does not recognize.
+            Transport::Remote { .. } if crate::model::string_map(s.raw.get("env")).is_err() => {
+                let why = crate::model::string_map(s.raw.get("env"))
+                    .err()
+                    .unwrap_or_default();
+                changes.push(Change::Skipped {
+                    name,
+                    why: format!("`env` of a remote entry the proxy cannot start with: {why}"),
+                });
+                continue;
+            }
             Transport::Remote { .. } => match remote(s) {
                 Ok((args, file)) => (wrap_remote(&cfg.text, &s.node, proxy, &args), Some(file)),
                 Err(why) => {
@@ -314,6 +331,10 @@ pub fn wrap_text(
 pub fn unwrap_text(cfg: &ClientConfig, known: &[ManifestEntry]) -> (String, Vec<Change>) {
     let mut edits = Vec::new();
     let mut changes = Vec::new();
+    // Each record restores one entry: under a key written twice, two entries can
+    // share a location and a wrapped text (wrap drops `headers`) and differ in
+    // their originals; they take the records in order, as wrap wrote them.
+    let mut used = vec![false; known.len()];
     for s in &cfg.servers {
         let name = s.name.clone();
         let Some(w) = s.wrapped() else {
@@ -323,8 +344,12 @@ pub fn unwrap_text(cfg: &ClientConfig, known: &[ManifestEntry]) -> (String, Vec<
         let current = &cfg.text[s.span.clone()];
         let recorded = known
             .iter()
-            .find(|e| e.location == s.location && e.wrapped == current);
-        let restored = match (recorded, w) {
+            .enumerate()
+            .position(|(i, e)| !used[i] && e.location == s.location && e.wrapped == current);
+        if let Some(i) = recorded {
+            used[i] = true;
+        }
+        let restored = match (recorded.map(|i| &known[i]), w) {
             (Some(e), _) => Some(e.original.clone()),
             (None, Wrapped::Stdio { command, args }) => {
                 unwrap_stdio(&cfg.text, &s.node, &command, &args)
@@ -548,6 +573,78 @@ mod tests {
 
     fn no_remote() -> impl FnMut(&ServerEntry) -> Result<(Vec<String>, PathBuf), String> {
         |_| Err("no remote hook in this test".to_string())
+    }
+
+    /// Found by the clientconfig fuzz target (fuzz/crashes/clientconfig/): a
+    /// remote entry that also has `args` kept them after the proxy's, so the
+    /// wrapped file's client started the proxy with the entry's own arguments.
+    #[test]
+    fn a_remote_entry_with_its_own_args_runs_the_proxy_after_wrap() {
+        let text = "{\n  \"mcpServers\": {\n    \"github\": {\n      \"type\": \"http\",\n      \"url\": \"https://api.example/mcp/\",\n      \"args\": [\"-m\", \"db_server\"],\n      \"x-team-owner\": \"data-platform\"\n    }\n  }\n}\n";
+        let c = cfg(text);
+        let mut remote = |_: &ServerEntry| {
+            Ok((
+                vec!["proxy".into(), "--config".into(), "g.toml".into()],
+                PathBuf::from("g.toml"),
+            ))
+        };
+        let (out, changes, entries) = wrap_text(&c, "/bin/portcullis", &mut remote);
+        assert_eq!(
+            changes,
+            vec![Change::Wrapped {
+                name: "github".into()
+            }]
+        );
+        let after = cfg(&out);
+        assert_eq!(
+            after.servers[0].wrapped(),
+            Some(Wrapped::Gateway {
+                config: "g.toml".into()
+            }),
+            "{out}"
+        );
+        assert_eq!(after.servers[0].raw["x-team-owner"], "data-platform");
+        assert_eq!(unwrap_text(&after, &entries).0, text);
+    }
+
+    /// Found by the clientconfig fuzz target (fuzz/crashes/clientconfig/): a
+    /// remote entry whose `env` is not a map of strings became, wrapped, a stdio
+    /// entry that is invalid (no client starts it, `unwrap` does not recognize
+    /// it). It is skipped, and says why.
+    #[test]
+    fn a_remote_entry_with_an_env_a_stdio_entry_cannot_have_is_skipped() {
+        let text = r#"{"mcpServers": {"r": {"serverUrl": "https://x.example/mcp", "env": {"A": {"b": 1}}}}}"#;
+        let mut remote = |_: &ServerEntry| {
+            Ok((
+                vec!["proxy".into(), "--config".into(), "g.toml".into()],
+                PathBuf::from("g.toml"),
+            ))
+        };
+        let (out, changes, entries) = wrap_text(&cfg(text), "/bin/portcullis", &mut remote);
+        assert_eq!(out, text);
+        assert!(entries.is_empty());
+        assert!(
+            matches!(&changes[..], [Change::Skipped { name, why }] if name == "r" && why.contains("env")),
+            "{changes:?}"
+        );
+    }
+
+    /// Found by the clientconfig fuzz target (fuzz/crashes/clientconfig/): two
+    /// remote entries under one key, differing only in `headers`, wrap to the same
+    /// text; unwrap gave both the first one's original.
+    #[test]
+    fn entries_under_a_key_written_twice_unwrap_to_their_own_originals() {
+        let text = r#"{"mcpServers": {"r": {"url": "https://x.example/mcp", "headers": {"A": "1"}}, "r": {"url": "https://x.example/mcp", "headers": {"A": "2"}}}}"#;
+        let mut remote = |_: &ServerEntry| {
+            Ok((
+                vec!["proxy".into(), "--config".into(), "g.toml".into()],
+                PathBuf::from("g.toml"),
+            ))
+        };
+        let (out, _, entries) = wrap_text(&cfg(text), "/bin/portcullis", &mut remote);
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0].wrapped, entries[1].wrapped);
+        assert_eq!(unwrap_text(&cfg(&out), &entries).0, text);
     }
 
     #[test]
