@@ -317,6 +317,27 @@ fn transport(raw: &Value) -> Transport {
         };
     };
     let invalid = |reason: String| Transport::Invalid { reason };
+    // An entry with both a command and a URL (or a remote `type`) is read one
+    // way by some clients and the other way by others: wrapping its command
+    // would leave a client that goes by the URL talking to the server directly.
+    let remote_key = ["url", "serverUrl"]
+        .into_iter()
+        .find(|k| obj.contains_key(*k));
+    let remote_type = obj
+        .get("type")
+        .and_then(Value::as_str)
+        .filter(|t| !t.eq_ignore_ascii_case("stdio"));
+    if obj.contains_key("command") && (remote_key.is_some() || remote_type.is_some()) {
+        let other = match (remote_key, remote_type) {
+            (Some(k), _) => format!("`{k}`"),
+            (None, Some(t)) => format!("`type: {t}`"),
+            (None, None) => String::new(),
+        };
+        return invalid(format!(
+            "both `command` and {other}: clients differ in which one they use (a client that \
+             goes by the URL would bypass the gateway); keep only one and wrap again"
+        ));
+    }
     if let Some(command) = obj.get("command") {
         let Some(command) = command.as_str().filter(|c| !c.is_empty()) else {
             return invalid("`command` is not a non-empty string".into());

@@ -695,4 +695,33 @@ mod tests {
         // Without the record, the original of a remote entry cannot be derived.
         assert!(matches!(unwrap_text(&c, &[]).1[0], Change::Skipped { .. }));
     }
+
+    #[test]
+    fn an_entry_with_both_a_command_and_a_url_is_not_wrapped() {
+        for entry in [
+            r#"{"type": "http", "url": "https://x.example/mcp", "command": "npx", "args": ["srv"]}"#,
+            r#"{"serverUrl": "https://x.example/mcp", "command": "npx"}"#,
+            r#"{"type": "sse", "command": "npx"}"#,
+        ] {
+            let text = format!(r#"{{"mcpServers": {{"r": {entry}}}}}"#);
+            let c = cfg(&text);
+            match &c.servers[0].transport {
+                Transport::Invalid { reason } => {
+                    assert!(reason.contains("bypass the gateway"), "{reason}")
+                }
+                other => panic!("{entry}: read as {other:?}"),
+            }
+        }
+        // `type: stdio` beside a command is fine.
+        let text = r#"{"mcpServers": {"r": {"type": "stdio", "command": "npx"}}}"#;
+        let c = cfg(text);
+        assert!(matches!(c.servers[0].transport, Transport::Stdio { .. }));
+        // And wrap leaves the ambiguous entry as it was, saying why.
+        let text = r#"{"mcpServers": {"r": {"type": "http", "url": "https://x.example/mcp", "command": "npx"}}}"#;
+        let (out, changes, _) = wrap_text(&cfg(text), "portcullis", &mut no_remote());
+        assert_eq!(out, text);
+        assert!(
+            matches!(&changes[0], Change::Skipped { why, .. } if why.contains("both `command`"))
+        );
+    }
 }

@@ -504,7 +504,7 @@ fn listing(detector: &Detector, server: &str, def: &Def<'_>, meta: RecordMeta) -
         def.value,
         Some(server),
         Some(&def.name),
-        false,
+        true,
         extract::Binary::Declared,
     );
     detector

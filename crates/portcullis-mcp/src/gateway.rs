@@ -327,6 +327,11 @@ impl Gateway {
     ) -> Result<ServerResult, McpError> {
         let up = &self.upstreams[upstream];
         let meta = passthrough_meta(&ctx.meta);
+        // The request's `_meta` travels beside its params: the same egress check.
+        if let Some(m) = &meta {
+            self.egress(upstream, "_meta", &json!({ "_meta": m }))
+                .await?;
+        }
         let subject = request_subject(&request);
         let handle = up
             .request(request, options(self.config.request_timeout(), meta))
@@ -1562,11 +1567,13 @@ fn merged_capabilities<'a>(
                 }
             });
         }
-        if caps.logging.is_none() {
-            caps.logging = c.logging.clone();
+        // `logging` and `completions` are presence markers (empty objects in the
+        // specification): declared as such, whatever a server wrote inside.
+        if caps.logging.is_none() && c.logging.is_some() {
+            caps.logging = Some(Default::default());
         }
-        if all.len() == 1 {
-            caps.completions = c.completions.clone();
+        if all.len() == 1 && c.completions.is_some() {
+            caps.completions = Some(Default::default());
         }
     }
     caps

@@ -558,12 +558,13 @@ impl Inspector {
             let server = server.to_string();
             let name = name.clone();
             move |d: &Detector, v: &Value, meta: RecordMeta| -> Result<Inspection, String> {
+                // Keys too: an entry's `_meta` keys are the server's text.
                 let ex = extract::value_items(
                     channel,
                     v,
                     Some(&server),
                     name.as_deref(),
-                    false,
+                    true,
                     Binary::Declared,
                 );
                 Ok(d.inspect_items(

@@ -247,6 +247,8 @@ impl Router {
                 None,
             ));
         }
+        // A roots request carries nothing to show; its answer (the client's
+        // roots) goes to the server like any other answer and is read below.
         let inspect = !matches!(request, ServerRequest::ListRootsRequest(_));
         let request = if inspect {
             let mut v = serde_json::to_value(&request)
@@ -265,27 +267,46 @@ impl Router {
             request
         };
         let answer = tokio::select! {
-            r = peer.send_request(request) => r.map_err(|e| McpError::internal_error(
-                format!("portcullis: relaying to the client failed: {e}"), None))?,
+            r = peer.send_request(request) => r,
             _ = ct.cancelled() => return Err(McpError::internal_error("cancelled by the server", None)),
         };
-        if inspect {
-            // What the client (its model or user) answers goes to the server:
-            // the egress guard reads it (secrets, canaries, PII), on a channel of
-            // its own. It is not text shown to the model, so the rules and
-            // learned stages that look for injections do not score it.
-            let v = serde_json::to_value(&answer)
-                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-            let out = self
-                .inspector
-                .message(Channel::SamplingResponse, server, None, &mut v.clone())
-                .await
-                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-            if out.record.status != portcullis_core::Status::Allow {
-                return Err(withheld_error(&out));
+        // What the client (its model or user) answers goes to the server — a
+        // result or a JSON-RPC error alike: the egress guard reads it (secrets,
+        // canaries, PII), on a channel of its own. It is not text shown to the
+        // model, so the rules and learned stages that look for injections do not
+        // score it.
+        let v = match &answer {
+            Ok(a) => serde_json::to_value(a),
+            Err(rmcp::service::ServiceError::McpError(e)) => {
+                serde_json::to_value(e).map(|e| serde_json::json!({ "error": e }))
+            }
+            // The client went away or the transport failed: nothing of the
+            // client's reaches the server, only that relaying failed.
+            Err(e) => {
+                tracing::warn!(server, error = %e, "relaying a server request to the client failed");
+                return Err(McpError::internal_error(
+                    "portcullis: relaying to the client failed",
+                    None,
+                ));
             }
         }
-        Ok(answer)
+        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let out = self
+            .inspector
+            .message(Channel::SamplingResponse, server, None, &mut v.clone())
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        if out.record.status != portcullis_core::Status::Allow {
+            return Err(withheld_error(&out));
+        }
+        match answer {
+            Ok(a) => Ok(a),
+            Err(rmcp::service::ServiceError::McpError(e)) => Err(e),
+            Err(_) => Err(McpError::internal_error(
+                "portcullis: relaying to the client failed",
+                None,
+            )),
+        }
     }
 
     fn relaying(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {

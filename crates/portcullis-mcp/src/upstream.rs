@@ -64,7 +64,8 @@ pub struct UpstreamHandler {
 ///
 /// `Some(client)`: the one client the gateway serves (stdio), whose `initialize`
 /// was read before the upstreams were started: its sampling, elicitation and
-/// roots exactly as it declared them, so a server offers what that client can do
+/// roots as it declared them (the sampling markers without their contents), so a
+/// server offers what that client can do
 /// (server-everything registers its sampling tools only for a client that
 /// samples). `experimental` and `extensions` (SEP-2663 tasks among them) are not
 /// declared: the gateway does not relay what they would enable.
@@ -76,7 +77,15 @@ pub fn upstream_capabilities(client: Option<&ClientCapabilities>) -> ClientCapab
     let mut caps = ClientCapabilities::default();
     match client {
         Some(c) => {
-            caps.sampling = c.sampling.clone();
+            // Presence, not content: `sampling.tools` and `sampling.context` are
+            // markers (empty objects in the specification); whatever a client
+            // wrote inside them is not relayed to the servers.
+            caps.sampling = c.sampling.as_ref().map(|s| {
+                let mut m = s.clone();
+                m.tools = s.tools.as_ref().map(|_| Default::default());
+                m.context = s.context.as_ref().map(|_| Default::default());
+                m
+            });
             caps.elicitation = c.elicitation.clone();
             caps.roots = c.roots.clone();
         }
