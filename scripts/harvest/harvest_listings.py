@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +72,8 @@ def load_packages(args) -> list[dict]:
         p.update(ov.get(key_of(p), {}))
     if args.only:
         pk = [p for p in pk if key_of(p) in set(args.only)]
+    if getattr(args, "reverse", False):
+        pk = pk[::-1]
     if args.limit:
         pk = pk[: args.limit]
     return pk
@@ -119,8 +122,13 @@ def npm_install(pkgs: list[dict], scratch: Path, status: dict, done=lambda group
         attempt(group[:half])
         attempt(group[half:])
 
-    for i in range(0, len(todo), 16):
-        attempt(todo[i : i + 16])
+    i = 0
+    while i < len(todo):
+        # Another run at the same time may have listed some of these already.
+        group = [p for p in todo[i : i + 16] if not (scratch / "listings" / f"{safe(key_of(p))}.json").exists()]
+        i += 16
+        if group:
+            attempt(group)
 
 
 def py_install(pkgs: list[dict], scratch: Path, status: dict, uv: str, done=lambda group, d: None) -> None:
@@ -471,6 +479,18 @@ def prompt_text(pr: dict) -> str:
     return "\n".join(l for l in lines if l)
 
 
+def valid_tool(t) -> bool:
+    """What crates/portcullis-eval/src/harvest.rs check_tool accepts."""
+    return (isinstance(t, dict) and isinstance(t.get("name"), str) and bool(t["name"])
+            and isinstance(t.get("inputSchema"), dict)
+            and all(f not in t or isinstance(t[f], str) for f in ("description", "title"))
+            and all(f not in t or isinstance(t[f], dict) for f in ("outputSchema", "annotations")))
+
+
+def own_prose(o: dict) -> str:
+    return str(o.get("description") or o.get("title") or o.get("name") or "")
+
+
 def resource_text(r: dict) -> str:
     lines = [str(r.get("title") or r.get("name") or "")]
     if r.get("uriTemplate"):
@@ -478,6 +498,43 @@ def resource_text(r: dict) -> str:
     if r.get("description"):
         lines.append(str(r["description"]))
     return "\n".join(l for l in lines if l)
+
+
+def split_of(lineage_group: str) -> str:
+    """The corpus builder's split (crates/portcullis-eval/src/corpus.rs, split_of):
+    60/20/20 by a hash of the lineage group. Written to the manifest for reading; the
+    CI test checks it against the Rust function."""
+    h = hashlib.sha256(f"split-v1\0{lineage_group}".encode()).digest()
+    b = int.from_bytes(h[:8], "little") % 100
+    return "train" if b < 60 else "dev" if b < 80 else "test"
+
+
+FAILURE_KINDS = [  # first match wins; read from the recorded reason
+    ("install: needs a Python this machine lacks", r"install: .*does not satisfy Python"),
+    ("install: npm or uv error", r"^install: "),
+    ("no executable: a library, not a server", r"no executable"),
+    ("needs a newer Node.js than 20", r"(?i)requires Node\.js|Node\.js \d+ or later"),
+    ("needs arguments, a subcommand or a config file",
+     r"(?i)(usage:|required option|arguments are required|not provided|config file|--help|specify|"
+     r"required command|credentials file|Missing required|is required|cannot be empty|first argument|"
+     r"--[a-z-]+ strings|Filtering Logic|binary may be missing)"),
+    ("needs real credentials or a reachable service",
+     r"(?i)(api[_ ]?key|token|credential|unauthori[sz]ed|not reachable|ECONNREFUSED|connect|"
+     r"Name or service not known|getaddrinfo|ENOTFOUND|must be set|network|login|oauth)"),
+    ("crashed on start: missing module or incompatible dependency",
+     r"(?i)(MODULE_NOT_FOUND|ImportError|ModuleNotFoundError|Cannot find|SyntaxError|GLIBC|"
+     r"ERR_|TypeError|AttributeError|Traceback|Module\._load|ModuleJob\.run|node:internal|"
+     r"RuntimeError|ValueError|needs FastMCP|status: 128)"),
+    ("no answer to initialize within the timeout", r"TimeoutError"),
+    ("exited without a reason on stderr", r"EOFError"),
+]
+
+
+def failure_kind(reason: str) -> str:
+    for kind, pat in FAILURE_KINDS:
+        if re.search(pat, reason):
+            return kind
+    return "other"
 
 
 def write_corpus(pkgs: list[dict], scratch: Path) -> dict:
@@ -492,8 +549,10 @@ def write_corpus(pkgs: list[dict], scratch: Path) -> dict:
         lf = scratch / "listings" / f"{safe(k)}.json"
         entry = {"ecosystem": p["ecosystem"], "package": p["package"], "version": p["version"],
                  "selected_by": p.get("selected_by")}
+        if any(p.get(f) for f in ("args", "env", "bin")):
+            entry["start_override"] = {f: p[f] for f in ("args", "env", "bin", "note") if p.get(f)}
         if not lf.exists():
-            entry.update(status="failed", reason="not attempted")
+            entry.update(status="not_attempted", reason="the run was stopped before this package")
             manifest_pkgs.append(entry)
             continue
         lst = json.loads(lf.read_text())
@@ -502,6 +561,7 @@ def write_corpus(pkgs: list[dict], scratch: Path) -> dict:
             if lst.get(f) is not None:
                 entry[f] = lst[f]
         if lst["status"] != "listed":
+            entry["failure_kind"] = failure_kind(lst.get("reason", ""))
             manifest_pkgs.append(entry)
             continue
         entry["server_info"] = lst.get("serverInfo")
@@ -510,30 +570,35 @@ def write_corpus(pkgs: list[dict], scratch: Path) -> dict:
             entry["list_errors"] = lst["errors"]
         items = []
         if isinstance(lst.get("instructions"), str) and lst["instructions"].strip():
-            items.append(("server_instructions", {"text": lst["instructions"]}, "initialize.instructions"))
+            items.append(("server_instructions", {"text": lst["instructions"]}, "initialize.instructions", lst["instructions"]))
+        invalid = 0
         for i, t in enumerate(lst.get("tools") or []):
-            if isinstance(t, dict) and isinstance(t.get("name"), str):
-                items.append(("tool_definition", {"tool": t}, f"tools/list[{i}] {t['name']}"))
+            if not valid_tool(t):
+                invalid += 1  # not an MCP tool object: the corpus loader would refuse it
+                continue
+            items.append(("tool_definition", {"tool": t}, f"tools/list[{i}] {t['name']}", tool_prose(t)))
         for i, pr in enumerate(lst.get("prompts") or []):
             if isinstance(pr, dict) and (txt := prompt_text(pr)).strip():
-                items.append(("prompt", {"text": txt}, f"prompts/list[{i}] {pr.get('name')}"))
+                items.append(("prompt", {"text": txt}, f"prompts/list[{i}] {pr.get('name')}", own_prose(pr)))
         res = (lst.get("resources") or [])[:MAX_RESOURCES]
         for i, r in enumerate(res):
             if isinstance(r, dict) and (txt := resource_text(r)).strip():
-                items.append(("resource", {"text": txt}, f"resources/list[{i}] {r.get('uri')}"))
+                items.append(("resource", {"text": txt}, f"resources/list[{i}] {r.get('uri')}", own_prose(r)))
         for i, r in enumerate(lst.get("resourceTemplates") or []):
             if isinstance(r, dict) and (txt := resource_text(r)).strip():
-                items.append(("resource", {"text": txt}, f"resources/templates/list[{i}] {r.get('uriTemplate')}"))
+                items.append(("resource", {"text": txt}, f"resources/templates/list[{i}] {r.get('uriTemplate')}", own_prose(r)))
         counts = {c: 0 for c in CHANNEL_FILES}
         dup_here = 0
-        for ch, body, where in items:
+        for ch, body, where, prose in items:
             canon = json.dumps(body, sort_keys=True, ensure_ascii=False)
             if (ch, canon) in seen:
                 dups[ch] += 1
                 dup_here += 1
                 continue
             seen[(ch, canon)] = src
-            text = body.get("text") or tool_prose(body["tool"])
+            # Register and language come from the server's own prose, not from the
+            # lines this script adds (the `- argument: ...` list of a prompt).
+            text = prose or body.get("text") or ""
             rec = {"id": None, **body, "label": "benign", "channel": ch, "category": "benign",
                    "register": register(text), "language": language(text)}
             if ch == "tool_definition":
@@ -543,6 +608,9 @@ def write_corpus(pkgs: list[dict], scratch: Path) -> dict:
             files[ch].append(rec)
             counts[ch] += 1
         entry["items"] = counts
+        if invalid:
+            entry["invalid_tools_skipped"] = invalid
+        entry["split"] = split_of(k)
         if dup_here:
             entry["duplicates_dropped"] = dup_here
         manifest_pkgs.append(entry)
@@ -553,16 +621,22 @@ def write_corpus(pkgs: list[dict], scratch: Path) -> dict:
         path = OUT / CHANNEL_FILES[ch]
         data = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in recs)
         path.write_text(data)
+        splits = {sp: sum(1 for r in recs if split_of(r["lineage_group"]) == sp) for sp in ("train", "dev", "test")}
         sums[CHANNEL_FILES[ch]] = {"sha256": hashlib.sha256(data.encode()).hexdigest(),
-                                   "records": len(recs), "duplicates_dropped": dups[ch]}
+                                   "records": len(recs), "duplicates_dropped": dups[ch], "splits": splits}
     listed = [e for e in manifest_pkgs if e["status"] == "listed"]
     manifest = {
         "about": "Benign MCP listings harvested from real packages by scripts/harvest/harvest_listings.py; "
         "see corpus/SCHEMA.md (Harvested) and scripts/harvest/README.md.",
         "protocol_version_requested": PROTOCOL,
-        "packages_attempted": len(manifest_pkgs),
+        "packages_in_list": len(manifest_pkgs),
+        "packages_attempted": sum(1 for e in manifest_pkgs if e["status"] != "not_attempted"),
         "packages_listed": len(listed),
-        "packages_failed": len(manifest_pkgs) - len(listed),
+        "packages_failed": sum(1 for e in manifest_pkgs if e["status"] == "failed"),
+        "failure_kinds": dict(sorted(Counter(e["failure_kind"] for e in manifest_pkgs
+                                             if e["status"] == "failed").items(), key=lambda kv: -kv[1])),
+        "listed_by_ecosystem": dict(Counter(e["ecosystem"] for e in listed)),
+        "attempted_by_ecosystem": dict(Counter(e["ecosystem"] for e in manifest_pkgs if e["status"] != "not_attempted")),
         "files": sums,
         "packages": manifest_pkgs,
     }
@@ -579,6 +653,8 @@ def main() -> int:
     ap.add_argument("--phase", choices=["all", "install", "list", "write"], default="all")
     ap.add_argument("--only", nargs="*", help="ecosystem:package keys")
     ap.add_argument("--limit", type=int)
+    ap.add_argument("--reverse", action="store_true",
+                    help="take the packages from the end of the list (a second run meeting the first)")
     ap.add_argument("--timeout", type=float, default=20.0, help="seconds per request")
     ap.add_argument("--jobs", type=int, default=3, help="servers listed at once")
     ap.add_argument("--relist", action="store_true", help="list again packages already listed")
@@ -652,7 +728,7 @@ def main() -> int:
     if a.phase in ("all", "write"):
         all_pkgs = load_packages(argparse.Namespace(only=None, limit=None))
         m = write_corpus(all_pkgs, scratch)
-        print(f"listed {m['packages_listed']}/{m['packages_attempted']}; "
+        print(f"listed {m['packages_listed']}/{m['packages_attempted']} attempted; "
               + ", ".join(f"{k}: {v['records']}" for k, v in m["files"].items()), file=sys.stderr)
     return 0
 
