@@ -589,8 +589,12 @@ def write_corpus(pkgs: list[dict], scratch: Path) -> dict:
                 items.append(("resource", {"text": txt}, f"resources/templates/list[{i}] {r.get('uriTemplate')}", own_prose(r)))
         counts = {c: 0 for c in CHANNEL_FILES}
         dup_here = 0
+        echoed = 0
         for ch, body, where, prose in items:
             canon = json.dumps(body, sort_keys=True, ensure_ascii=False)
+            if FAKE in canon or "127.0.0.1:9" in canon:
+                echoed += 1  # the server wrote our placeholder into its listing: not its own text
+                continue
             if (ch, canon) in seen:
                 dups[ch] += 1
                 dup_here += 1
@@ -610,6 +614,8 @@ def write_corpus(pkgs: list[dict], scratch: Path) -> dict:
         entry["items"] = counts
         if invalid:
             entry["invalid_tools_skipped"] = invalid
+        if echoed:
+            entry["placeholder_echo_dropped"] = echoed
         entry["split"] = split_of(k)
         if dup_here:
             entry["duplicates_dropped"] = dup_here

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import subprocess
 import sys
 import tempfile
@@ -107,12 +108,20 @@ def main() -> int:
     for s in scored:
         pk[s["source"]][0] += 1
         pk[s["source"]][1] += s["status"] != "ALLOW"
+    flagged = [x for x in scored if x["status"] != "ALLOW"]
+    summary["flagged_with_a_rule_finding"] = sum(1 for x in flagged if x["rules"])
+    summary["rules_on_flagged"] = dict(Counter(r for x in flagged for r in x["rules"]).most_common(10))
+    summary["flagged_field_paths"] = dict(Counter(
+        re.sub(r"\.properties\.[^.]+", ".properties.*", x["path"] or "none") for x in flagged).most_common(8))
     summary["packages_with_a_flagged_item"] = sum(1 for v in pk.values() if v[1])
     summary["packages"] = len(pk)
     scored.sort(key=lambda s: -s["score"])
     summary["top"] = scored[: a.top]
     (DIR / f"scan_{a.preset}.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
     print("\n".join(rows))
+    print(f"\nflagged items with a rule finding: {summary['flagged_with_a_rule_finding']} of {len(flagged)}; "
+          f"fields the lexical stage named: {summary['flagged_field_paths']}; "
+          f"rules: {summary['rules_on_flagged']}")
     print(f"\npackages with at least one flagged item: {summary['packages_with_a_flagged_item']} of {len(pk)}\n")
     print("| # | package | tool / origin | score | status | field |\n|---|---|---|---:|---|---|")
     for i, s in enumerate(scored[: a.top], 1):

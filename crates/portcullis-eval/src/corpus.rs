@@ -38,6 +38,9 @@ pub enum Provenance {
     Original,
     Transformed,
     Wrapped,
+    /// Listed from a real package (corpus/harvest/, see harvest.rs): no parent, the
+    /// package as lineage group.
+    Harvested,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -197,6 +200,10 @@ impl Record {
             (Provenance::Original, None) if self.lineage_group == self.id => {}
             (Provenance::Original, _) => {
                 return Err("an original record has parent_id null and lineage_group = id".into())
+            }
+            (Provenance::Harvested, None) => {}
+            (Provenance::Harvested, Some(_)) => {
+                return Err("a harvested record has parent_id null".into())
             }
             (_, Some(_)) => {}
             (_, None) => return Err("a generated record needs parent_id".into()),

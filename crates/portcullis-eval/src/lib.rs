@@ -4,6 +4,7 @@
 pub mod analysis;
 pub mod calibrate;
 pub mod corpus;
+pub mod harvest;
 pub mod input;
 pub mod metrics;
 pub mod records;
