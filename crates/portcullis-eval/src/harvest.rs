@@ -60,7 +60,7 @@ pub fn validate(r: &Record, origin: &str) -> Result<(), String> {
         return Err(format!("unknown ecosystem {eco:?}"));
     }
     // npm scopes start with '@': the version follows the last '@'.
-    let (pkg, ver) = rest
+    let (pkg, _version) = rest
         .rsplit_once('@')
         .filter(|(p, v)| !p.is_empty() && !v.is_empty())
         .ok_or("source must be <ecosystem>:<package>@<version>")?;
@@ -70,7 +70,6 @@ pub fn validate(r: &Record, origin: &str) -> Result<(), String> {
             r.lineage_group
         ));
     }
-    let _ = ver;
     if origin.trim().is_empty() {
         return Err("empty origin".into());
     }
