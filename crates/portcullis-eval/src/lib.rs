@@ -5,6 +5,7 @@ pub mod analysis;
 pub mod calibrate;
 pub mod carriers;
 pub mod corpus;
+pub mod harvest;
 pub mod input;
 pub mod metrics;
 pub mod records;

@@ -49,11 +49,39 @@ fn load_dir(dir: &Path) -> Result<Vec<Record>> {
     Ok(all)
 }
 
+/// The harvested listings of `dir`, checked against its MANIFEST.json; bad lines
+/// are errors naming file and line, as for the corpus's own files.
+fn load_harvest(dir: &Path) -> Result<Vec<Record>> {
+    let problems = portcullis_eval::harvest::check_manifest(dir)?;
+    for p in &problems {
+        eprintln!("error: {}: {p}", dir.display());
+    }
+    let (records, errors) = portcullis_eval::harvest::load_dir(dir)?;
+    for e in &errors {
+        eprintln!("error: {e}");
+    }
+    if !problems.is_empty() || !errors.is_empty() {
+        bail!(
+            "{} problem(s) in {} (listed above); rebuild it with scripts/harvest/README.md",
+            problems.len() + errors.len(),
+            dir.display()
+        );
+    }
+    Ok(records
+        .into_iter()
+        .map(|h| {
+            let mut r = h.record;
+            r.origin = Some(h.origin);
+            r
+        })
+        .collect())
+}
+
 pub fn build(args: BuildArgs) -> Result<()> {
     let base = load_dir(&args.base)?;
     let blind = load_dir(&args.rules_blind)?;
     let harvested = match &args.harvest {
-        Some(dir) => load_dir(dir).with_context(|| format!("reading {}", dir.display()))?,
+        Some(dir) => load_harvest(dir)?,
         None => Vec::new(),
     };
     let rules = portcullis_detect::rules::RuleSet::embedded()?;

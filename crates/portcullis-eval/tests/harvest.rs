@@ -1,0 +1,189 @@
+//! The committed harvested corpus (corpus/harvest/): its files are the ones the
+//! manifest hashes, every line is a valid harvested record, ids are unique (also
+//! against the project's own corpus), no package of the real-server regression suite
+//! is in it, and every package's items share one lineage group and so one split.
+//! Needs no network: it reads only committed files.
+
+use portcullis_eval::corpus::{self, Split};
+use portcullis_eval::harvest;
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn load() -> Vec<harvest::Harvested> {
+    let (recs, errors) = harvest::load_dir(&root().join("corpus/harvest")).unwrap();
+    assert!(errors.is_empty(), "invalid harvested lines: {errors:#?}");
+    recs
+}
+
+#[test]
+fn the_manifest_hashes_the_committed_files() {
+    let problems = harvest::check_manifest(&root().join("corpus/harvest")).unwrap();
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn every_harvested_line_is_a_valid_benign_record() {
+    let recs = load();
+    assert!(recs.len() >= 1000, "only {} harvested records", recs.len());
+    let tools = recs
+        .iter()
+        .filter(|h| h.record.channel == portcullis_core::Channel::ToolDefinition)
+        .count();
+    assert!(tools >= 1000, "only {tools} harvested tool definitions");
+}
+
+#[test]
+fn harvested_ids_are_unique_and_unlike_the_projects_own() {
+    let recs = load();
+    let (built, errors) = corpus::load_jsonl(&root().join("corpus/corpus.jsonl")).unwrap();
+    assert!(errors.is_empty());
+    let own: HashSet<&str> = built.iter().map(|r| r.id.as_str()).collect();
+    let own_groups: HashSet<&str> = built.iter().map(|r| r.lineage_group.as_str()).collect();
+    let mut seen = HashSet::new();
+    for h in &recs {
+        assert!(
+            seen.insert(h.record.id.as_str()),
+            "duplicate id {}",
+            h.record.id
+        );
+        assert!(
+            !own.contains(h.record.id.as_str()),
+            "id {} is also in corpus.jsonl",
+            h.record.id
+        );
+        assert!(
+            !own_groups.contains(h.record.lineage_group.as_str()),
+            "lineage group {} is also in corpus.jsonl",
+            h.record.lineage_group
+        );
+    }
+}
+
+#[test]
+fn no_package_of_the_real_server_suite_is_harvested() {
+    let servers = std::fs::read_to_string(root().join("tests/real_servers/servers.py")).unwrap();
+    let suite: HashSet<String> = harvest::suite_packages(&servers)
+        .into_iter()
+        .map(|(e, p)| format!("{e}:{}", harvest::normalize(&e, &p)))
+        .collect();
+    assert_eq!(suite.len(), 31, "the suite parser found {suite:?}");
+    let norm = |group: &str| {
+        let (e, p) = group.split_once(':').unwrap();
+        format!("{e}:{}", harvest::normalize(e, p))
+    };
+    for h in load() {
+        assert!(
+            !suite.contains(&norm(&h.record.lineage_group)),
+            "{} is a suite package",
+            h.record.source
+        );
+    }
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("corpus/harvest/MANIFEST.json")).unwrap(),
+    )
+    .unwrap();
+    for p in manifest["packages"].as_array().unwrap() {
+        let key = format!(
+            "{}:{}",
+            p["ecosystem"].as_str().unwrap(),
+            p["package"].as_str().unwrap()
+        );
+        assert!(
+            !suite.contains(&norm(&key)),
+            "{key} (suite package) in the manifest"
+        );
+    }
+}
+
+#[test]
+fn a_package_never_spans_two_splits() {
+    let mut split_of: BTreeMap<String, Split> = BTreeMap::new();
+    let mut group_of_source: BTreeMap<String, String> = BTreeMap::new();
+    for h in load() {
+        let r = &h.record;
+        let s = r.split.expect("the loader assigns a split");
+        assert_eq!(
+            *split_of.entry(r.lineage_group.clone()).or_insert(s),
+            s,
+            "{} spans splits",
+            r.lineage_group
+        );
+        // One version per package, one group per package.
+        let g = group_of_source
+            .entry(r.lineage_group.clone())
+            .or_insert(r.source.clone());
+        assert_eq!(*g, r.source, "{} has two sources", r.lineage_group);
+    }
+    assert!(split_of.len() >= 100, "only {} packages", split_of.len());
+    // The hash split gives every split some packages.
+    for s in [Split::Train, Split::Dev, Split::Test] {
+        assert!(split_of.values().any(|v| *v == s), "no package in {s:?}");
+    }
+}
+
+#[test]
+fn the_loader_refuses_what_the_schema_does_not_allow() {
+    let ok = r#"{"id":"harvest_prompt-00001","text":"Summarize a file","label":"benign","channel":"prompt","category":"benign","register":"plain","language":"en","provenance":"harvested","parent_id":null,"lineage_group":"npm:@x/y","source":"npm:@x/y@1.0.0","origin":"prompts/list[0] summarize"}"#;
+    let (good, bad) = harvest::parse(ok, "t", portcullis_core::Channel::Prompt);
+    assert_eq!((good.len(), bad.len()), (1, 0), "{bad:?}");
+    for (from, to) in [
+        (
+            r#""lineage_group":"npm:@x/y""#,
+            r#""lineage_group":"npm:@x/z""#,
+        ),
+        (r#""label":"benign""#, r#""label":"malicious""#),
+        (r#""provenance":"harvested""#, r#""provenance":"original""#),
+        (
+            r#""source":"npm:@x/y@1.0.0""#,
+            r#""source":"cargo:y@1.0.0""#,
+        ),
+        (
+            r#""origin":"prompts/list[0] summarize""#,
+            r#""origin":"x","extra":1"#,
+        ),
+        (r#""channel":"prompt""#, r#""channel":"resource""#),
+    ] {
+        let line = ok.replace(from, to);
+        let (good, bad) = harvest::parse(&line, "t", portcullis_core::Channel::Prompt);
+        assert!(good.is_empty() && bad.len() == 1, "accepted: {line}");
+    }
+    let tool = r#"{"id":"harvest_tool_definition-00001","tool":{"name":"t","description":"d"},"label":"benign","channel":"tool_definition","category":"benign","register":"plain","language":"en","poison_location":"none","provenance":"harvested","parent_id":null,"lineage_group":"pypi:p","source":"pypi:p@1","origin":"tools/list[0] t"}"#;
+    let (good, bad) = harvest::parse(tool, "t", portcullis_core::Channel::ToolDefinition);
+    assert!(
+        good.is_empty() && bad.len() == 1,
+        "a tool without inputSchema was accepted"
+    );
+    let tool = tool.replace(
+        r#""description":"d""#,
+        r#""description":"d","inputSchema":{"type":"object"}"#,
+    );
+    let (good, bad) = harvest::parse(&tool, "t", portcullis_core::Channel::ToolDefinition);
+    assert_eq!((good.len(), bad.len()), (1, 0), "{bad:?}");
+}
+
+#[test]
+fn the_manifest_splits_are_the_builders() {
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("corpus/harvest/MANIFEST.json")).unwrap(),
+    )
+    .unwrap();
+    for p in manifest["packages"].as_array().unwrap() {
+        if p["status"] != "listed" {
+            continue;
+        }
+        let group = format!(
+            "{}:{}",
+            p["ecosystem"].as_str().unwrap(),
+            p["package"].as_str().unwrap()
+        );
+        assert_eq!(
+            p["split"].as_str(),
+            Some(corpus::split_of(&group).as_str()),
+            "{group}: the manifest's split is not split_of's"
+        );
+    }
+}
