@@ -4,7 +4,7 @@
 //! Markdown plus SVG charts, recomputable from `results.jsonl` alone.
 
 use crate::runner::{Mode, TrialResult};
-use portcullis_eval::metrics::Proportion;
+use portcullis_core::stats::Proportion;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

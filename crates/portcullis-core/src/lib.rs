@@ -14,6 +14,7 @@ pub mod json;
 mod record;
 mod review;
 mod rng;
+pub mod stats;
 
 pub use channel::Channel;
 pub use config::{
