@@ -1,7 +1,7 @@
 //! Rules are data: one TOML file per category under `rules/`, embedded into the
 //! binary at build time (or loaded from a directory with `--rules`). The whole set
-//! is compiled once into one `RegexSet`; per-pattern regexes run only for the
-//! patterns the set reports, to find spans.
+//! is compiled once: a literal prefilter (`Prefilter`, below) says which patterns
+//! can match a text, and only their own regexes run, to find spans.
 
 use crate::normalize::View;
 use crate::DetectError;
