@@ -474,35 +474,18 @@ pub fn tool_items(tool: &Value, server: Option<&str>) -> Result<Extracted, crate
     if let Some(n) = name {
         w.push(Channel::ToolName, "$.name".into(), n, false);
     }
-    for key in ["title", "description"] {
-        if let Some(v) = obj.get(key) {
-            w.walk(
-                Channel::ToolDescription,
-                v,
-                &format!("$.{key}"),
-                1,
-                false,
-                false,
-            );
-        }
-    }
-    for key in ["inputSchema", "outputSchema"] {
-        if let Some(v) = obj.get(key) {
-            w.walk(Channel::ToolSchema, v, &format!("$.{key}"), 1, true, false);
-        }
-    }
-    // Icons too: their `src`, `mimeType` and `sizes` reach the client like any field
-    // (a `data:` URI's Base64 decodes to no text and passes).
-    for key in ["annotations", "icons"] {
-        if let Some(v) = obj.get(key) {
-            w.walk(
-                Channel::ToolDescription,
-                v,
-                &format!("$.{key}"),
-                1,
-                false,
-                false,
-            );
+    // In this order: the text fields, the schemas (schema keywords are grammar),
+    // then annotations and icons (their `src`, `mimeType` and `sizes` reach the
+    // client like any field; a `data:` URI's Base64 decodes to no text and passes).
+    for (keys, channel, in_schema) in [
+        (["title", "description"], Channel::ToolDescription, false),
+        (["inputSchema", "outputSchema"], Channel::ToolSchema, true),
+        (["annotations", "icons"], Channel::ToolDescription, false),
+    ] {
+        for key in keys {
+            if let Some(v) = obj.get(key) {
+                w.walk(channel, v, &format!("$.{key}"), 1, in_schema, false);
+            }
         }
     }
     // Anything else (vendor fields, `_meta`, future spec fields) is walked too:

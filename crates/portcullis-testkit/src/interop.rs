@@ -176,22 +176,20 @@ impl DriverOutput {
 
 /// Runs a driver with `args` (e.g. `["--call", "echo", "--args", r#"{"text":"hi"}"#,
 /// "--stdio", "--", "/path/to/server"]`), kills it after `timeout`, and parses its JSON.
-pub fn run_driver<S: AsRef<std::ffi::OsStr>>(
-    driver: Driver,
-    args: &[S],
+/// Run `cmd` (stdin closed) to its end or until `timeout` (then it is killed and
+/// the error says so), reading stdout and stderr on threads so a chatty child
+/// cannot block on a full pipe. `label` names it in errors.
+pub fn run_bounded(
+    cmd: &mut Command,
+    label: &str,
     timeout: Duration,
-) -> Result<DriverOutput, InteropError> {
-    let cmd = driver.command()?;
-    let label = format!("{driver:?} driver");
-    let mut child = Command::new(&cmd[0])
-        .args(&cmd[1..])
-        .args(args)
+) -> Result<(std::process::ExitStatus, String, String), InteropError> {
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| InteropError::Spawn(label.clone(), e))?;
-    // Read both pipes on threads so a chatty child cannot block on a full pipe.
+        .map_err(|e| InteropError::Spawn(label.to_string(), e))?;
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
     let out_reader = std::thread::spawn(move || {
@@ -215,14 +213,27 @@ pub fn run_driver<S: AsRef<std::ffi::OsStr>>(
             Ok(None) if Instant::now() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(InteropError::Timeout(label, timeout));
+                return Err(InteropError::Timeout(label.to_string(), timeout));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(InteropError::Spawn(label, e)),
+            Err(e) => return Err(InteropError::Spawn(label.to_string(), e)),
         }
     };
     let stdout = out_reader.join().unwrap_or_default();
     let stderr = err_reader.join().unwrap_or_default();
+    Ok((status, stdout, stderr))
+}
+
+pub fn run_driver<S: AsRef<std::ffi::OsStr>>(
+    driver: Driver,
+    args: &[S],
+    timeout: Duration,
+) -> Result<DriverOutput, InteropError> {
+    let cmd = driver.command()?;
+    let label = format!("{driver:?} driver");
+    let mut command = Command::new(&cmd[0]);
+    command.args(&cmd[1..]).args(args);
+    let (status, stdout, stderr) = run_bounded(&mut command, &label, timeout)?;
     let json = stdout.lines().rev().find_map(|l| {
         serde_json::from_str::<Value>(l)
             .ok()

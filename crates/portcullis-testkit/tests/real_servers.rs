@@ -11,12 +11,11 @@
 //! table as Markdown (e.g. reports/real-servers/table.md);
 //! `PORTCULLIS_REAL_SERVERS_ONLY=NAME,…` runs only those servers.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use portcullis_testkit::interop::{interop_dir, python, repo_root};
+use portcullis_testkit::interop::{interop_dir, python, repo_root, run_bounded};
 
 /// The whole suite's deadline (it takes a few minutes on two cores).
 const LIMIT: Duration = Duration::from_secs(20 * 60);
@@ -57,10 +56,7 @@ fn real_servers_behind_the_gateway_hold_nothing_beyond_the_known_and_answer_as_d
         .arg("--portcullis")
         .arg(&bin)
         .arg("--work")
-        .arg(&work)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .arg(&work);
     if let Some(table) = std::env::var_os("PORTCULLIS_REAL_SERVERS_TABLE") {
         cmd.arg("--table").arg(table);
     }
@@ -68,33 +64,8 @@ fn real_servers_behind_the_gateway_hold_nothing_beyond_the_known_and_answer_as_d
     if let Some(only) = std::env::var_os("PORTCULLIS_REAL_SERVERS_ONLY") {
         cmd.arg("--only").arg(only);
     }
-    let mut child = cmd.spawn().expect("run tests/real_servers/run.py");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let deadline = Instant::now() + LIMIT;
-    let status = loop {
-        match child.try_wait().expect("wait for run.py") {
-            Some(status) => break status,
-            None if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("tests/real_servers/run.py did not finish within {LIMIT:?} (killed)");
-            }
-            None => std::thread::sleep(Duration::from_millis(200)),
-        }
-    };
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
+    let (status, stdout, stderr) = run_bounded(&mut cmd, "tests/real_servers/run.py", LIMIT)
+        .unwrap_or_else(|e| panic!("{e} (killed)"));
     match status.code() {
         Some(0) => {
             println!("{stdout}");

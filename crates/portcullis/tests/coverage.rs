@@ -13,11 +13,10 @@
 //! table as Markdown, `PORTCULLIS_COVERAGE_REPORT=FILE` the per-position report (JSON),
 //! `PORTCULLIS_COVERAGE_TRANSPORTS=stdio-http,http-stdio` other client-upstream pairs.
 
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use portcullis_testkit::interop::{python, repo_root};
+use portcullis_testkit::interop::{python, repo_root, run_bounded};
 
 const LIMIT: Duration = Duration::from_secs(10 * 60);
 
@@ -35,10 +34,7 @@ fn every_string_position_of_every_relayed_message_is_inspected_or_inert() {
         .arg("--portcullis")
         .arg(env!("CARGO_BIN_EXE_portcullis"))
         .arg("--work")
-        .arg(work.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .arg(work.path());
     if let Some(t) = std::env::var_os("PORTCULLIS_COVERAGE_TABLE") {
         cmd.arg("--table").arg(t);
     }
@@ -49,33 +45,8 @@ fn every_string_position_of_every_relayed_message_is_inspected_or_inert() {
     if let Some(t) = std::env::var_os("PORTCULLIS_COVERAGE_TRANSPORTS") {
         cmd.arg("--transports").arg(t);
     }
-    let start = Instant::now();
-    let mut child = cmd.spawn().expect("run tests/coverage/run.py");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if start.elapsed() > LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("tests/coverage/run.py took longer than {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let out = out.join().unwrap_or_default();
-    let err = err.join().unwrap_or_default();
+    let (status, out, err) =
+        run_bounded(&mut cmd, "tests/coverage/run.py", LIMIT).unwrap_or_else(|e| panic!("{e}"));
     println!("{out}");
     eprintln!("{err}");
     assert!(
