@@ -12,10 +12,9 @@
 //! package), so neither a text nor a carrier package is ever in two splits. The
 //! test split is therefore carrier-blind and payload-blind at once.
 
-use crate::corpus::{split_of, Label, Provenance, Record, Split};
+use crate::corpus::{hash64, split_of, Label, Provenance, Record, Split};
 use portcullis_core::Channel;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 /// Where a carried text is written into its carrier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,11 +38,6 @@ impl Place {
             Place::PropertyDescription => "property_description",
         }
     }
-}
-
-fn hash64(key: &str, salt: &str) -> u64 {
-    let h = Sha256::digest(format!("{salt}\0{key}").as_bytes());
-    u64::from_le_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]])
 }
 
 /// The texts that can be carried into a tool definition: originals of the

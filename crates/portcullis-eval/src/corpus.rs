@@ -284,9 +284,15 @@ pub fn jsonl_files(dir: &Path) -> Result<Vec<PathBuf>, CorpusError> {
     Ok(files)
 }
 
-fn bucket(key: &str, salt: &str) -> u64 {
+/// A stable 64-bit hash of `key` under `salt`: every deterministic choice of the
+/// build (splits, variants, carriers) is made by it.
+pub(crate) fn hash64(key: &str, salt: &str) -> u64 {
     let h = Sha256::digest(format!("{salt}\0{key}").as_bytes());
-    u64::from_le_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]) % 100
+    u64::from_le_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]])
+}
+
+fn bucket(key: &str, salt: &str) -> u64 {
+    hash64(key, salt) % 100
 }
 
 /// Split of a lineage group: 60% train, 20% dev, 20% test, by a hash of the group,
