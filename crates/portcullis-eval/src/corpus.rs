@@ -115,6 +115,35 @@ pub const REGISTERS: &[&str] = &[
     "html_comment",
     "json_embedded",
     "verbose",
+    // Harvested real text (scripts/harvest/harvest_texts.py, harvest_results.py).
+    "code",
+    "data",
+    "log",
+    "man",
+    "email",
+    "html",
+    // Payload brief 3 (corpus/payloads/).
+    "formal_notice",
+    "html_hidden",
+    "markdown_table",
+    "markdown_footnote",
+    "json_field",
+    "yaml_field",
+    "csv_row",
+    "log_lines",
+    "stack_trace_or_error",
+    "fake_tool_output",
+    "fake_user_turn",
+    "impersonated_system",
+    "changelog_or_release_note",
+    "commit_message",
+    "ticket_or_issue",
+    "encoded",
+    "multi_step",
+    "legal_or_policy",
+    "translation_mix",
+    "schema_key_or_enum",
+    "few_shot",
 ];
 pub const MALICIOUS_CATEGORIES: &[&str] = &[
     "PI",
@@ -206,10 +235,12 @@ impl Record {
         match (self.provenance, &self.parent_id) {
             (Provenance::Harvested, None)
                 if self.label == Label::Benign
-                    && (self.source.starts_with("npm:") || self.source.starts_with("pypi:"))
+                    && ["npm:", "pypi:", "deb:"]
+                        .iter()
+                        .any(|e| self.source.starts_with(e))
                     && self.lineage_group.contains(':') => {}
             (Provenance::Harvested, _) => {
-                return Err("a harvested record is benign, has parent_id null, source npm:/pypi:<package>@<version> and its package as lineage_group".into())
+                return Err("a harvested record is benign, has parent_id null, source npm:/pypi:/deb:<package>@<version> and its package as lineage_group".into())
             }
             (Provenance::Original, None) if self.lineage_group == self.id => {}
             (Provenance::Original, _) => {
@@ -319,11 +350,13 @@ pub const WRAP_PERCENT: u64 = 15;
 ///
 /// `harvested` (real tool listings, `corpus/harvest/`) get their splits by package,
 /// and the corpus's description and schema texts are carried into them
-/// ([`crate::carriers::carry`]).
+/// ([`crate::carriers::carry`]); each of `payloads` is written into several of
+/// them ([`crate::carriers::place_payloads`]).
 pub fn build(
     base: Vec<Record>,
     rules_blind: Vec<Record>,
     harvested: Vec<Record>,
+    payloads: &[crate::payloads::Payload],
     fires_rule: &dyn Fn(&Record) -> bool,
 ) -> Result<Vec<Record>, CorpusError> {
     let mut seen = HashSet::new();
@@ -375,7 +408,9 @@ pub fn build(
     }
     if out.len() > harvested_from {
         let carried = crate::carriers::carry(&out);
+        let placed = crate::carriers::place_payloads(payloads, &out);
         out.extend(carried);
+        out.extend(placed);
     }
     for mut r in rules_blind {
         r.split = Some(if fires_rule(&r) {

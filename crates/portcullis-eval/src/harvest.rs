@@ -14,13 +14,68 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
-/// The channels a harvest file may hold, with its file name.
+/// The listing files (always present), with the channel each holds.
 pub const FILES: &[(&str, Channel)] = &[
     ("tool_definition.jsonl", Channel::ToolDefinition),
     ("server_instructions.jsonl", Channel::ServerInstructions),
     ("prompt.jsonl", Channel::Prompt),
     ("resource.jsonl", Channel::Resource),
 ];
+
+/// The real texts (scripts/harvest/harvest_texts.py: READMEs, man pages, code,
+/// data files, logs from Debian, PyPI and npm packages) and real tool results
+/// (scripts/harvest/harvest_results.py: real servers on real local data). Each is
+/// read when MANIFEST.json lists it; `.gz` files are gzip-compressed JSONL.
+pub const TEXT_FILES: &[&str] = &[
+    "texts.jsonl.gz",
+    "texts.jsonl",
+    "results.jsonl.gz",
+    "results.jsonl",
+];
+
+/// The channels a text or result file may hold.
+const TEXT_CHANNELS: &[Channel] = &[Channel::ToolResult, Channel::Resource];
+
+/// A file's lines: gzip-decompressed when its name ends in `.gz`.
+fn read_lines_file(path: &Path) -> Result<String, CorpusError> {
+    let io = |source| CorpusError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let bytes = std::fs::read(path).map_err(io)?;
+    if path.extension().is_some_and(|e| e == "gz") {
+        use std::io::Read;
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_string(&mut text)
+            .map_err(io)?;
+        Ok(text)
+    } else {
+        String::from_utf8(bytes).map_err(|e| io(std::io::Error::other(e)))
+    }
+}
+
+/// The text and result files MANIFEST.json of `dir` lists.
+fn listed_text_files(dir: &Path) -> Result<Vec<&'static str>, CorpusError> {
+    let manifest = read_manifest(dir)?;
+    Ok(TEXT_FILES
+        .iter()
+        .copied()
+        .filter(|n| manifest["files"].get(*n).is_some())
+        .collect())
+}
+
+fn read_manifest(dir: &Path) -> Result<Value, CorpusError> {
+    let path = dir.join("MANIFEST.json");
+    let bytes = std::fs::read(&path).map_err(|source| CorpusError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| CorpusError::Io {
+        path: path.display().to_string(),
+        source: std::io::Error::other(e),
+    })
+}
 
 /// One harvested line is a corpus record plus `origin`, where in the listing it was
 /// found (`tools/list[3] search_issues`, `initialize.instructions`, ...): `origin` is
@@ -43,6 +98,9 @@ pub struct Harvested {
     pub origin: String,
 }
 
+/// The registries a harvested item may come from.
+pub const ECOSYSTEMS: &[&str] = &["npm", "pypi", "deb"];
+
 /// Check what a harvested record must be beyond the corpus schema.
 pub fn validate(r: &Record, origin: &str) -> Result<(), String> {
     r.validate()?;
@@ -56,7 +114,7 @@ pub fn validate(r: &Record, origin: &str) -> Result<(), String> {
         .source
         .split_once(':')
         .ok_or("source must be <ecosystem>:<package>@<version>")?;
-    if eco != "npm" && eco != "pypi" {
+    if !ECOSYSTEMS.contains(&eco) {
         return Err(format!("unknown ecosystem {eco:?}"));
     }
     // npm scopes start with '@': the version follows the last '@'.
@@ -64,7 +122,13 @@ pub fn validate(r: &Record, origin: &str) -> Result<(), String> {
         .rsplit_once('@')
         .filter(|(p, v)| !p.is_empty() && !v.is_empty())
         .ok_or("source must be <ecosystem>:<package>@<version>")?;
-    if r.lineage_group != format!("{eco}:{pkg}") {
+    // A real tool result's lineage is the data package the server worked on
+    // (its `source` is the server package): one data package, one split.
+    let result_of_server = r.channel == Channel::ToolResult
+        && r.lineage_group
+            .split_once(':')
+            .is_some_and(|(e, p)| ECOSYSTEMS.contains(&e) && !p.is_empty());
+    if r.lineage_group != format!("{eco}:{pkg}") && !result_of_server {
         return Err(format!(
             "lineage_group {:?} is not the package {eco}:{pkg}",
             r.lineage_group
@@ -113,7 +177,11 @@ pub fn check_tool(t: &Value) -> Result<(), String> {
 }
 
 /// Parse one harvest file; bad lines are returned, never dropped.
-pub fn parse(text: &str, origin_file: &str, channel: Channel) -> (Vec<Harvested>, Vec<LineError>) {
+pub fn parse(
+    text: &str,
+    origin_file: &str,
+    channels: &[Channel],
+) -> (Vec<Harvested>, Vec<LineError>) {
     let mut ok = Vec::new();
     let mut bad = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -127,8 +195,8 @@ pub fn parse(text: &str, origin_file: &str, channel: Channel) -> (Vec<Harvested>
         };
         match parse_line(line) {
             Err(e) => bad.push(err(e)),
-            Ok((record, _)) if record.channel != channel => bad.push(err(format!(
-                "channel {:?} in the {channel:?} file",
+            Ok((record, _)) if !channels.contains(&record.channel) => bad.push(err(format!(
+                "channel {:?} in a file of {channels:?}",
                 record.channel
             ))),
             Ok((record, _)) if record.split.is_some() => bad.push(err(
@@ -149,13 +217,14 @@ pub fn load_dir(dir: &Path) -> Result<(Vec<Harvested>, Vec<LineError>), CorpusEr
     let mut all = Vec::new();
     let mut errors = Vec::new();
     let mut ids = HashSet::new();
-    for (name, channel) in FILES {
+    let listings = FILES.iter().map(|(n, c)| (*n, std::slice::from_ref(c)));
+    let texts = listed_text_files(dir)?
+        .into_iter()
+        .map(|n| (n, TEXT_CHANNELS));
+    for (name, channels) in listings.chain(texts) {
         let path = dir.join(name);
-        let text = std::fs::read_to_string(&path).map_err(|source| CorpusError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
-        let (recs, bad) = parse(&text, &path.display().to_string(), *channel);
+        let text = read_lines_file(&path)?;
+        let (recs, bad) = parse(&text, &path.display().to_string(), channels);
         errors.extend(bad);
         for mut h in recs {
             if !ids.insert(h.record.id.clone()) {
@@ -177,17 +246,12 @@ pub fn check_manifest(dir: &Path) -> Result<Vec<String>, CorpusError> {
             source,
         })
     };
-    let manifest: Value =
-        serde_json::from_slice(&read(&dir.join("MANIFEST.json"))?).map_err(|e| {
-            CorpusError::Io {
-                path: dir.join("MANIFEST.json").display().to_string(),
-                source: std::io::Error::other(e),
-            }
-        })?;
+    let manifest = read_manifest(dir)?;
     let mut problems = Vec::new();
     let files = manifest["files"].as_object().cloned().unwrap_or_default();
-    for (name, _) in FILES {
-        let Some(entry) = files.get(*name) else {
+    let listed_texts = listed_text_files(dir)?;
+    for name in FILES.iter().map(|(n, _)| *n).chain(listed_texts) {
+        let Some(entry) = files.get(name) else {
             problems.push(format!("{name} missing from MANIFEST.json"));
             continue;
         };
@@ -199,8 +263,8 @@ pub fn check_manifest(dir: &Path) -> Result<Vec<String>, CorpusError> {
                 entry["sha256"]
             ));
         }
-        let lines = bytes
-            .split(|b| *b == b'\n')
+        let lines = read_lines_file(&dir.join(name))?
+            .lines()
             .filter(|l| !l.is_empty())
             .count() as u64;
         if entry["records"].as_u64() != Some(lines) {
@@ -264,4 +328,33 @@ pub fn normalize(ecosystem: &str, package: &str) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_gzip_text_file_reads_as_its_lines_and_a_result_keeps_its_data_package_lineage() {
+        let dir =
+            std::env::temp_dir().join(format!("portcullis-harvest-gz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let line = r#"{"id":"harvest_result-000001","text":"On branch main\nnothing to commit","label":"benign","channel":"tool_result","category":"benign","register":"log","language":"en","provenance":"harvested","parent_id":null,"lineage_group":"deb:curl","source":"pypi:mcp-server-git@2026.1.14","origin":"git_status() on deb:curl@8.5.0"}"#;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(format!("{line}\n").as_bytes()).unwrap();
+        let path = dir.join("results.jsonl.gz");
+        std::fs::write(&path, gz.finish().unwrap()).unwrap();
+        let text = read_lines_file(&path).unwrap();
+        let (ok, bad) = parse(&text, "results.jsonl.gz", TEXT_CHANNELS);
+        assert!(bad.is_empty(), "{bad:?}");
+        assert_eq!(ok[0].record.lineage_group, "deb:curl");
+        // A text (not a server's result) must keep its own package as lineage.
+        let text_line = line
+            .replace("tool_result", "resource")
+            .replace("harvest_result", "harvest_text");
+        let (ok, bad) = parse(&text_line, "texts.jsonl", TEXT_CHANNELS);
+        assert!(ok.is_empty() && bad.len() == 1, "{bad:?}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }

@@ -8,6 +8,7 @@ pub mod corpus;
 pub mod harvest;
 pub mod input;
 pub mod metrics;
+pub mod payloads;
 pub mod records;
 pub mod render;
 pub mod review;

@@ -36,6 +36,7 @@ fn the_committed_corpus_is_what_the_build_produces() {
         load_dir("corpus/base"),
         load_dir("corpus/rules_blind"),
         Vec::new(),
+        &[],
         &fires,
     )
     .unwrap();

@@ -128,7 +128,7 @@ fn a_package_never_spans_two_splits() {
 #[test]
 fn the_loader_refuses_what_the_schema_does_not_allow() {
     let ok = r#"{"id":"harvest_prompt-00001","text":"Summarize a file","label":"benign","channel":"prompt","category":"benign","register":"plain","language":"en","provenance":"harvested","parent_id":null,"lineage_group":"npm:@x/y","source":"npm:@x/y@1.0.0","origin":"prompts/list[0] summarize"}"#;
-    let (good, bad) = harvest::parse(ok, "t", portcullis_core::Channel::Prompt);
+    let (good, bad) = harvest::parse(ok, "t", &[portcullis_core::Channel::Prompt]);
     assert_eq!((good.len(), bad.len()), (1, 0), "{bad:?}");
     for (from, to) in [
         (
@@ -148,11 +148,11 @@ fn the_loader_refuses_what_the_schema_does_not_allow() {
         (r#""channel":"prompt""#, r#""channel":"resource""#),
     ] {
         let line = ok.replace(from, to);
-        let (good, bad) = harvest::parse(&line, "t", portcullis_core::Channel::Prompt);
+        let (good, bad) = harvest::parse(&line, "t", &[portcullis_core::Channel::Prompt]);
         assert!(good.is_empty() && bad.len() == 1, "accepted: {line}");
     }
     let tool = r#"{"id":"harvest_tool_definition-00001","tool":{"name":"t","description":"d"},"label":"benign","channel":"tool_definition","category":"benign","register":"plain","language":"en","poison_location":"none","provenance":"harvested","parent_id":null,"lineage_group":"pypi:p","source":"pypi:p@1","origin":"tools/list[0] t"}"#;
-    let (good, bad) = harvest::parse(tool, "t", portcullis_core::Channel::ToolDefinition);
+    let (good, bad) = harvest::parse(tool, "t", &[portcullis_core::Channel::ToolDefinition]);
     assert!(
         good.is_empty() && bad.len() == 1,
         "a tool without inputSchema was accepted"
@@ -161,7 +161,7 @@ fn the_loader_refuses_what_the_schema_does_not_allow() {
         r#""description":"d""#,
         r#""description":"d","inputSchema":{"type":"object"}"#,
     );
-    let (good, bad) = harvest::parse(&tool, "t", portcullis_core::Channel::ToolDefinition);
+    let (good, bad) = harvest::parse(&tool, "t", &[portcullis_core::Channel::ToolDefinition]);
     assert_eq!((good.len(), bad.len()), (1, 0), "{bad:?}");
 }
 

@@ -27,6 +27,11 @@ pub struct BuildArgs {
     /// carriers").
     #[arg(long, value_name = "DIR")]
     pub harvest: Option<PathBuf>,
+    /// With --harvest: also write each payload of this directory
+    /// (`corpus/payloads/`, corpus/SCHEMA.md "Payloads") into several harvested
+    /// carriers of its split.
+    #[arg(long, value_name = "DIR", requires = "harvest")]
+    pub payloads: Option<PathBuf>,
     /// Where to write the built corpus.
     #[arg(long, default_value = "corpus/corpus.jsonl")]
     pub out: PathBuf,
@@ -77,6 +82,18 @@ fn load_harvest(dir: &Path) -> Result<Vec<Record>> {
         .collect())
 }
 
+/// The payloads of `dir`; bad lines are errors naming file and line.
+fn load_payloads(dir: &Path) -> Result<Vec<portcullis_eval::payloads::Payload>> {
+    let (payloads, errors) = portcullis_eval::payloads::load_dir(dir)?;
+    for e in &errors {
+        eprintln!("error: {e}");
+    }
+    if !errors.is_empty() {
+        return Err(corpus::CorpusError::Invalid(errors.len()).into());
+    }
+    Ok(payloads)
+}
+
 pub fn build(args: BuildArgs) -> Result<()> {
     let base = load_dir(&args.base)?;
     let blind = load_dir(&args.rules_blind)?;
@@ -84,10 +101,14 @@ pub fn build(args: BuildArgs) -> Result<()> {
         Some(dir) => load_harvest(dir)?,
         None => Vec::new(),
     };
+    let payloads = match &args.payloads {
+        Some(dir) => load_payloads(dir)?,
+        None => Vec::new(),
+    };
     let rules = portcullis_detect::rules::RuleSet::embedded()?;
     let fires = |r: &Record| train::fires_any_rule(&rules, r);
     let blind_total = blind.len();
-    let records = corpus::build(base, blind, harvested, &fires)?;
+    let records = corpus::build(base, blind, harvested, &payloads, &fires)?;
     let kept = records
         .iter()
         .filter(|r| r.split == Some(Split::RulesBlind))
