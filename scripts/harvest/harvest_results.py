@@ -62,7 +62,7 @@ sys.path.insert(0, str(REAL))
 sys.path.insert(0, str(HERE))
 
 CHUNK = 4000  # characters per record at most
-MAX_CHUNKS = 12  # chunks kept of one result (the first ones): one huge file is not a corpus
+MAX_CHUNKS = 6  # chunks kept of one result (the first ones): one huge diff or file is not a corpus
 TOOL_SHARE = 0.25  # no tool (server:tool) more than this share of all records
 GZIP_OVER = 8 * 1024 * 1024
 SAMPLE = 20
@@ -237,12 +237,13 @@ def hpick(items: list, n: int, salt: str) -> list:
 
 
 def find_changelog(root: Path) -> Path | None:
-    cands = [f for f in files_of(root) if re.match(r"(?i)(changelog|changes|history|news|release)", f.name) and is_text(f)]
+    cands = [f for f in files_of(root) if re.match(r"(?i)(changelog|changes|history|news|release)", f.name) and is_text(f)
+             and f.suffix.lower() in ("", ".md", ".rst", ".txt")]
     cands.sort(key=lambda f: (len(f.relative_to(root).parts), -f.stat().st_size))
     return cands[0] if cands else None
 
 
-VERSION_HEAD = re.compile(r"^(?:#+\s*|=+\s*|\*\s*)?\[?v?(\d+\.\d+(?:\.\d+)?(?:[-.]?\w+)?)\]?(?:\s*[-(–/:]\s*|\s+)?(.*)$")
+VERSION_HEAD = re.compile(r"^(?:#+\s*|=+\s*|\*\s*)?(?:(?:version|release|changes in)\s+)?\[?v?(\d+\.\d+(?:\.\d+)?(?:[-.]?\w+)?)\]?(?:\s*[-(–/:]\s*|\s+)?(.*)$", re.I)
 
 
 def releases(root: Path, limit: int = 40) -> list[dict]:
@@ -265,6 +266,12 @@ def releases(root: Path, limit: int = 40) -> list[dict]:
         entry = ""
         for j, nxt in enumerate(lines[i + 1: i + 30], i + 1):
             t = nxt.strip()
+            rd = re.match(r"(?i)^:?released:?\s+(?:on\s+)?(\d{4}-\d{2}-\d{2})", t)
+            if rd:
+                date = date or rd
+                continue
+            if j + 1 < len(lines) and re.match(r"^[-=~^]{3,}$", lines[j + 1].strip()):
+                continue  # an underlined sub-heading
             if re.fullmatch(r"(\*\*|__).*(\*\*|__):?|#+ .*|.{0,40}:", t):
                 continue  # a sub-heading such as **Bugfixes** or ### Fixed
             t = t.lstrip("-*+ ").strip()
@@ -277,7 +284,7 @@ def releases(root: Path, limit: int = 40) -> list[dict]:
                 entry = re.sub(r"\s+", " ", t)
                 entry = entry if len(entry) <= 200 else entry[:200].rsplit(" ", 1)[0] + " ..."
                 break
-        out.append({"version": m.group(1), "date": date.group(0) if date else None, "heading": s[:120],
+        out.append({"version": m.group(1), "date": (date.group(1) if date.re.groups else date.group(0)) if date else None, "heading": s[:120],
                     "entry": entry, "rest": rest[:80]})
         if len(out) >= limit:
             break
@@ -600,9 +607,13 @@ class Pkg:
         self.key, self.slug = key(p), slug(p)
         self.eco = p["ecosystem"]
         if self.eco == "deb":
-            docs = P.deb / p["package"] / "usr" / "share" / "doc"
-            big = sorted((d for d in docs.iterdir() if d.is_dir()), key=lambda d: -sum(1 for _ in d.rglob("*"))) if docs.exists() else []
-            self.root = big[0] if big else P.deb / p["package"]
+            # the folder of its HTML manual: usr/share/doc/<x> or usr/share/<x> with the most pages
+            base = P.deb / p["package"]
+            share = base / "usr" / "share"
+            cands = [d for d in sorted(share.glob("doc/*")) + sorted(share.glob("*")) if d.is_dir() and not d.is_symlink() and d.name != "doc"]
+            pages = {d: sum(1 for f in d.rglob("*.htm*") if f.is_file() and not f.is_symlink()) for d in cands}
+            best = max(cands, key=lambda d: pages[d], default=None)
+            self.root = best if best is not None and pages[best] else base
         else:
             self.root = P.pkgs / self.slug
         self.repo = P.repos / self.slug
@@ -1024,8 +1035,11 @@ def run_package(p: dict, P: Paths, servers: list[str] | None, web: str, rerun: b
     done = []
     try:
         k = Pkg(p, P)
+        if not k.files or (k.eco != "deb" and not (k.repo.exists() and k.db.exists())):
+            raise RuntimeError("not unpacked (run the data phase)")
     except Exception as ex:  # noqa: BLE001
-        return [f"{key(p)}: cannot read ({ex})"]
+        log(f"{key(p)}: skipped, {ex}")
+        return [f"{key(p)}: skipped ({ex})"]
     for name in servers_for(k):
         if servers and name not in servers:
             continue
@@ -1042,9 +1056,9 @@ def run_package(p: dict, P: Paths, servers: list[str] | None, web: str, rerun: b
 
 
 def phase_run(P: Paths, pkgs: list[dict], servers: list[str] | None, jobs: int, rerun: bool) -> None:
-    ok = {s["package"] for s in json.loads((P.scratch / "data_status.json").read_text()) if s["status"] == "ok"} \
-        if (P.scratch / "data_status.json").exists() else None
-    pkgs = [p for p in pkgs if ok is None or key(p) in ok]
+    sp = P.scratch / "data_status.json"
+    failed = {s["package"] for s in json.loads(sp.read_text()) if s["status"] != "ok"} if sp.exists() else set()
+    pkgs = [p for p in pkgs if key(p) not in failed]
     srv, web = start_web(P.data)
     (P.scratch / "web_base.txt").write_text(web)
     try:
@@ -1072,19 +1086,28 @@ DATA_REG = {".json", ".csv", ".tsv", ".toml", ".cfg", ".ini", ".yml", ".yaml", "
 
 
 def language_of(text: str, hint: str = "") -> str:
-    m = LANG_SUFFIX.search(hint)
+    m = LANG_SUFFIX.search(hint) or re.search(r"/([a-z]{2})[-_][A-Z]{2}/", hint)  # index.html.de, html/de-DE/
     if m and m.group(1) != "en":
         return m.group(1)
-    import harvest_listings as HL
-    lang = HL.language(text)
-    if lang != "en":
-        return lang
+    letters = sum(1 for ch in text if ch.isalpha()) or 1
+    kana = len(re.findall(r"[\u3040-\u30ff]", text))
+    hangul = len(re.findall(r"[\uac00-\ud7af]", text))
+    han = len(re.findall(r"[\u4e00-\u9fff]", text))
+    cyr = len(re.findall(r"[\u0400-\u04ff]", text))
+    if kana and (kana + han) / letters > 0.3:
+        return "ja"
+    if hangul / letters > 0.3:
+        return "ko"
+    if han / letters > 0.3:
+        return "zh"
+    if cyr / letters > 0.3:
+        return "ru"
     words = re.findall(r"[a-zà-ÿğışçöü]+", text.lower())
     if len(words) < 40:
         return "en"
     counts = {k: sum(1 for w in words if w in v) for k, v in STOP.items()}
     best = max(counts, key=counts.get)
-    return best if best != "en" and counts[best] > 2 * counts["en"] and counts[best] >= 10 else "en"
+    return best if best != "en" and counts[best] > 3 * counts["en"] and counts[best] >= 15 else "en"
 
 
 def is_json(text: str) -> bool:
@@ -1261,7 +1284,9 @@ def phase_write(P: Paths, pkgs: list[dict]) -> None:
                             "sort": (server, order[pk], ci, where, j), "server": server, "tool": f"{server}:{c['tool']}",
                             "text": part, "source": doc["source"], "lineage_group": pk, "origin": origin,
                             "register": register_of(server, c["tool"], c["args"], text),
-                            "language": language_of(part, str(c["args"].get("url") or c["args"].get("path") or "")),
+                            # code and data are counted as English: their words are identifiers
+                            "language": language_of(part, str(c["args"].get("url") or c["args"].get("path") or ""))
+                            if register_of(server, c["tool"], c["args"], text) not in ("code", "data") else "en",
                         })
     cands.sort(key=lambda r: r["sort"])
     seen: set[str] = set()
