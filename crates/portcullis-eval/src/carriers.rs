@@ -157,7 +157,7 @@ pub fn carry(records: &[Record]) -> Vec<Record> {
         carriers
             .iter()
             .copied()
-            .filter(|c| split_of(&c.lineage_group) == s)
+            .filter(|c| c.split == Some(s))
             .collect()
     };
     let pools = [
@@ -337,7 +337,7 @@ pub fn place_payloads(payloads: &[Payload], records: &[Record]) -> Vec<Record> {
     let pool = |s: Split, f: &dyn Fn(&Record) -> bool| -> Vec<&Record> {
         records
             .iter()
-            .filter(|r| f(r) && split_of(&r.lineage_group) == s)
+            .filter(|r| f(r) && r.split == Some(s))
             .collect()
     };
     let tools: Vec<(Split, Vec<&Record>)> =

@@ -403,7 +403,8 @@ pub fn build(
     }
     let harvested_from = out.len();
     for mut r in harvested {
-        r.split = Some(split_of(&r.lineage_group));
+        // The harvest loader's split (one per upstream) stands.
+        r.split.get_or_insert_with(|| split_of(&r.lineage_group));
         out.push(r);
     }
     if out.len() > harvested_from {

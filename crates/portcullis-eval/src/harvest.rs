@@ -7,7 +7,7 @@
 //! version (`npm:<pkg>@<ver>` / `pypi:<pkg>@<ver>`) and its `lineage_group` the
 //! package (`npm:<pkg>`), so all of one package's items share one split.
 
-use crate::corpus::{split_of, CorpusError, Label, LineError, Provenance, Record};
+use crate::corpus::{split_of, CorpusError, Label, LineError, Provenance, Record, Split};
 use portcullis_core::Channel;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -212,7 +212,8 @@ pub fn parse(
 }
 
 /// Load every harvest file of `dir`, with splits assigned from the lineage group
-/// (the package), as the corpus builder does for base records.
+/// (the package; packages of one [`upstream`] share a split), as the corpus builder
+/// does for base records.
 pub fn load_dir(dir: &Path) -> Result<(Vec<Harvested>, Vec<LineError>), CorpusError> {
     let mut all = Vec::new();
     let mut errors = Vec::new();
@@ -226,15 +227,65 @@ pub fn load_dir(dir: &Path) -> Result<(Vec<Harvested>, Vec<LineError>), CorpusEr
         let text = read_lines_file(&path)?;
         let (recs, bad) = parse(&text, &path.display().to_string(), channels);
         errors.extend(bad);
-        for mut h in recs {
+        for h in recs {
             if !ids.insert(h.record.id.clone()) {
                 return Err(CorpusError::DuplicateId(h.record.id));
             }
-            h.record.split = Some(split_of(&h.record.lineage_group));
             all.push(h);
         }
     }
+    // One upstream, one split: Debian's python3-django and PyPI's django carry the
+    // same text, so all packages of one upstream take the split of the first of them.
+    let mut first_of_upstream: BTreeMap<String, &str> = BTreeMap::new();
+    for h in &all {
+        let g = h.record.lineage_group.as_str();
+        first_of_upstream
+            .entry(upstream(g))
+            .and_modify(|f| *f = (*f).min(g))
+            .or_insert(g);
+    }
+    let split_by_upstream: BTreeMap<String, Split> = first_of_upstream
+        .into_iter()
+        .map(|(u, first)| (u, split_of(first)))
+        .collect();
+    for h in &mut all {
+        h.record.split = split_by_upstream
+            .get(&upstream(&h.record.lineage_group))
+            .copied();
+    }
     Ok((all, errors))
+}
+
+/// The upstream project a package lineage (`deb:python3-django`, `pypi:Django`,
+/// `deb:node-semver`) is packaged from, as a key: Debian's language and split-package
+/// affixes removed, case and `_` / `.` folded. Coarse on purpose: two
+/// unrelated packages that fold together only share a split, which costs nothing.
+pub fn upstream(lineage_group: &str) -> String {
+    let (eco, name) = lineage_group.split_once(':').unwrap_or(("", lineage_group));
+    let mut n = name.to_ascii_lowercase().replace(['_', '.'], "-");
+    match eco {
+        "deb" => {
+            for prefix in [
+                "python3-", "python-", "node-", "lib", "golang-", "ruby-", "r-cran-",
+            ] {
+                if let Some(rest) = n.strip_prefix(prefix).filter(|r| !r.is_empty()) {
+                    n = rest.to_string();
+                    break;
+                }
+            }
+            for suffix in [
+                "-doc", "-dev", "-common", "-data", "-utils", "-tools", "-bin",
+            ] {
+                if let Some(rest) = n.strip_suffix(suffix).filter(|r| !r.is_empty()) {
+                    n = rest.to_string();
+                    break;
+                }
+            }
+        }
+        // A scoped npm name stays whole: `@a/mcp` and `@b/mcp` are unrelated.
+        _ => {}
+    }
+    n
 }
 
 /// Compare MANIFEST.json's sha256 and record count of each file with the files;
