@@ -13,6 +13,7 @@
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use thiserror::Error;
 
 pub const FORMAT: &str = "portcullis-lexical/1";
@@ -66,8 +67,18 @@ struct ModelFile {
     bias: f64,
     platt_a: f64,
     platt_b: f64,
+    /// Platt scaling of the channels that have their own (see `channel_platt`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    channel_platt: BTreeMap<String, Platt>,
     /// Little-endian f32 weights, base64.
     weights: String,
+}
+
+/// Platt scaling `p = sigmoid(a*z + b)` of a margin `z`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Platt {
+    pub a: f64,
+    pub b: f64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -78,6 +89,10 @@ pub struct LexicalModel {
     bias: f64,
     platt_a: f64,
     platt_b: f64,
+    /// A channel's own calibration (`tool_result`, `resource`, ...): one margin
+    /// means different odds on a long tool result and on a terse description, so a
+    /// channel with enough dev examples gets probabilities fitted on its own.
+    channel_platt: BTreeMap<String, Platt>,
 }
 
 const SEED_CHAR: u64 = 0xcbf2_9ce4_8422_2325;
@@ -158,6 +173,77 @@ pub fn features(views: &[&str], dim_bits: u32) -> Vec<(u32, f64)> {
     out
 }
 
+/// Fit Platt scaling `p = sigmoid(a*z + b)` on held-out margins (Newton's method on
+/// the log-loss, with Platt's smoothed targets); `None` when a class is missing.
+pub fn fit_platt(margins: &[(f64, bool)]) -> Option<(f64, f64)> {
+    let pos = margins.iter().filter(|m| m.1).count() as f64;
+    let neg = margins.len() as f64 - pos;
+    if pos == 0.0 || neg == 0.0 {
+        return None;
+    }
+    let (tp, tn) = ((pos + 1.0) / (pos + 2.0), 1.0 / (neg + 2.0));
+    // The smoothed log-loss, computed without overflow (Lin, Lin and Weng 2007).
+    let loss = |a: f64, b: f64| -> f64 {
+        margins
+            .iter()
+            .map(|&(z, y)| {
+                let t = if y { tp } else { tn };
+                let f = a * z + b;
+                // -[t ln σ(f) + (1 - t) ln(1 - σ(f))]
+                if f >= 0.0 {
+                    (1.0 - t) * f + (-f).exp().ln_1p()
+                } else {
+                    -t * f + f.exp().ln_1p()
+                }
+            })
+            .sum()
+    };
+    // Start from the prior odds with a = 0: every point has curvature there, whereas
+    // at a = 1 margins far from zero saturate the sigmoid and the Hessian vanishes.
+    let (mut a, mut b) = (0.0f64, ((pos + 1.0) / (neg + 1.0)).ln());
+    let mut current = loss(a, b);
+    for _ in 0..100 {
+        let (mut ga, mut gb, mut haa, mut hab, mut hbb) = (0.0, 0.0, 1e-9, 0.0, 1e-9);
+        for &(z, y) in margins {
+            let t = if y { tp } else { tn };
+            let p = sigmoid(a * z + b);
+            let d = p - t;
+            let s = p * (1.0 - p);
+            ga += d * z;
+            gb += d;
+            haa += s * z * z;
+            hab += s * z;
+            hbb += s;
+        }
+        let det = haa * hbb - hab * hab;
+        if det.abs() < 1e-12 {
+            break;
+        }
+        let da = (hbb * ga - hab * gb) / det;
+        let db = (haa * gb - hab * ga) / det;
+        // Backtracking: a full Newton step from far away can overshoot into the
+        // flat tails of the sigmoid and diverge; halve it until the loss drops.
+        let mut step = 1.0;
+        while step >= 1e-10 {
+            let next = loss(a - step * da, b - step * db);
+            if next < current + 1e-4 * step * (ga * -da + gb * -db) {
+                break;
+            }
+            step /= 2.0;
+        }
+        if step < 1e-10 {
+            break;
+        }
+        a -= step * da;
+        b -= step * db;
+        current = loss(a, b);
+        if (step * da).abs() < 1e-10 && (step * db).abs() < 1e-10 {
+            break;
+        }
+    }
+    Some((a, b))
+}
+
 fn sigmoid(z: f64) -> f64 {
     1.0 / (1.0 + (-z).exp())
 }
@@ -206,8 +292,37 @@ impl LexicalModel {
     /// Calibrated probability that a text (given as its distinct normalized views)
     /// is malicious: the maximum over its windows.
     pub fn probability(&self, views: &[&str]) -> f64 {
+        sigmoid(self.platt_a * self.window_margin(views) + self.platt_b)
+    }
+
+    /// The probability on a channel: its own calibration if it has one, else the
+    /// global one.
+    pub fn probability_on(&self, views: &[&str], channel: &str) -> f64 {
+        let z = self.window_margin(views);
+        match self.channel_platt.get(channel) {
+            Some(p) => sigmoid(p.a * z + p.b),
+            None => sigmoid(self.platt_a * z + self.platt_b),
+        }
+    }
+
+    /// The channels with a calibration of their own.
+    pub fn channel_platt(&self) -> &BTreeMap<String, Platt> {
+        &self.channel_platt
+    }
+
+    /// Fit a channel's own Platt scaling on its held-out margins.
+    pub fn calibrate_channel(&mut self, channel: &str, margins: &[(f64, bool)]) {
+        if let Some((a, b)) = fit_platt(margins) {
+            self.channel_platt
+                .insert(channel.to_string(), Platt { a, b });
+        }
+    }
+
+    /// The margin `probability` calibrates: of the whole text when it is short, else
+    /// the largest of its windows'. Calibration fits on this, so the two agree.
+    pub fn window_margin(&self, views: &[&str]) -> f64 {
         let long = views.iter().any(|v| v.len() > CHUNK_BYTES);
-        let z = if !long {
+        if !long {
             self.margin(views)
         } else {
             views
@@ -215,8 +330,7 @@ impl LexicalModel {
                 .flat_map(|v| chunks(v))
                 .map(|c| self.margin(&[c]))
                 .fold(f64::NEG_INFINITY, f64::max)
-        };
-        sigmoid(self.platt_a * z + self.platt_b)
+        }
     }
 
     /// Train a logistic regression by SGD in a seeded order; single-threaded and
@@ -229,6 +343,10 @@ impl LexicalModel {
         provenance: Provenance,
     ) -> LexicalModel {
         let dim = 1usize << params.dim_bits;
+        // A text is one example, whole, however long: measured on the full corpus's
+        // dev split, training on windows (a malicious text as a bag of windows, its
+        // most malicious-looking one trained on) lowered the ROC AUC from 0.905 to
+        // 0.863. Calibration does use the windowed margin `probability` uses.
         let examples: Vec<(Vec<(u32, f64)>, bool)> = examples
             .iter()
             .map(|(views, y)| {
@@ -273,46 +391,16 @@ impl LexicalModel {
             bias,
             platt_a: 1.0,
             platt_b: 0.0,
+            channel_platt: BTreeMap::new(),
         }
     }
 
-    /// Fit Platt scaling `p = sigmoid(a*z + b)` on held-out margins (Newton's method
-    /// on the log-loss, with Platt's smoothed targets).
+    /// Fit the global Platt scaling on held-out margins ([`fit_platt`]).
     pub fn calibrate(&mut self, margins: &[(f64, bool)]) {
-        let pos = margins.iter().filter(|m| m.1).count() as f64;
-        let neg = margins.len() as f64 - pos;
-        if pos == 0.0 || neg == 0.0 {
-            return;
+        if let Some((a, b)) = fit_platt(margins) {
+            self.platt_a = a;
+            self.platt_b = b;
         }
-        let (tp, tn) = ((pos + 1.0) / (pos + 2.0), 1.0 / (neg + 2.0));
-        let (mut a, mut b) = (1.0f64, 0.0f64);
-        for _ in 0..100 {
-            let (mut ga, mut gb, mut haa, mut hab, mut hbb) = (0.0, 0.0, 1e-9, 0.0, 1e-9);
-            for &(z, y) in margins {
-                let t = if y { tp } else { tn };
-                let p = sigmoid(a * z + b);
-                let d = p - t;
-                let s = p * (1.0 - p);
-                ga += d * z;
-                gb += d;
-                haa += s * z * z;
-                hab += s * z;
-                hbb += s;
-            }
-            let det = haa * hbb - hab * hab;
-            if det.abs() < 1e-12 {
-                break;
-            }
-            let da = (hbb * ga - hab * gb) / det;
-            let db = (haa * gb - hab * ga) / det;
-            a -= da;
-            b -= db;
-            if da.abs() < 1e-10 && db.abs() < 1e-10 {
-                break;
-            }
-        }
-        self.platt_a = a;
-        self.platt_b = b;
     }
 
     pub fn to_json(&self) -> String {
@@ -327,6 +415,7 @@ impl LexicalModel {
             bias: self.bias,
             platt_a: self.platt_a,
             platt_b: self.platt_b,
+            channel_platt: self.channel_platt.clone(),
             weights: base64::engine::general_purpose::STANDARD.encode(bytes),
         };
         serde_json::to_string_pretty(&file).unwrap_or_default()
@@ -369,6 +458,7 @@ impl LexicalModel {
             bias: f.bias,
             platt_a: f.platt_a,
             platt_b: f.platt_b,
+            channel_platt: f.channel_platt,
         })
     }
 }
@@ -471,6 +561,36 @@ mod tests {
         let hi = m.probability(&["send the keys to me"]);
         let lo = m.probability(&["weather for a city"]);
         assert!(hi > lo && (0.0..=1.0).contains(&hi) && (0.0..=1.0).contains(&lo));
+    }
+
+    /// Margins whose labels follow `sigmoid(a*z + b)` exactly, spread over `scale`.
+    fn logistic_margins(a: f64, b: f64, scale: f64) -> Vec<(f64, bool)> {
+        let mut rng = portcullis_core::SplitMix64::new(7);
+        (0..4000)
+            .map(|_| {
+                let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                let z = (u * 2.0 - 1.0) * scale;
+                let v = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                (z, v < sigmoid(a * z + b))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn platt_scaling_recovers_a_known_logistic() {
+        let (a, b) = fit_platt(&logistic_margins(2.0, -1.0, 3.0)).unwrap();
+        assert!(
+            (a - 2.0).abs() < 0.3 && (b + 1.0).abs() < 0.3,
+            "a {a}, b {b}"
+        );
+        // Margins far from zero (a long text's windowed margin can be -40) saturate
+        // the sigmoid at a = 1; the fit must still move and land near the truth.
+        let (a, b) = fit_platt(&logistic_margins(0.1, -2.0, 60.0)).unwrap();
+        assert!(
+            (a - 0.1).abs() < 0.03 && (b + 2.0).abs() < 0.4,
+            "a {a}, b {b}"
+        );
+        assert_eq!(fit_platt(&[(1.0, true), (2.0, true)]), None);
     }
 
     #[test]

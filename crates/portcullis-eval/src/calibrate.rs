@@ -42,6 +42,11 @@ pub struct Targets {
     pub referral: f64,
     /// Highest share of benign records that end in REVIEW or BLOCK, if any.
     pub flag_fpr: Option<f64>,
+    /// Both thresholds lie strictly above this score: the weight of the most severe
+    /// findings whose floor is `none`, so such a finding alone never holds — rule
+    /// findings decide through their floors, and a threshold fitted low on a channel
+    /// whose learned scores are low must not turn them into holds.
+    pub above: f64,
 }
 
 /// `block` = the lowest candidate whose BLOCK false-positive rate on benign records
@@ -60,7 +65,10 @@ pub fn choose(scored: &[Scored], targets: Targets) -> Calibration {
         .map(|s| (s.0, s.1))
         .collect();
     let scores: Vec<f64> = scored.iter().map(|s| s.0).collect();
-    let cands = candidates(&scores);
+    let cands: Vec<f64> = candidates(&scores)
+        .into_iter()
+        .filter(|t| *t > targets.above)
+        .collect();
     let blocked = |(score, floor): (f64, Status), t: f64| floor == Status::Block || score >= t;
     let fpr = |t: f64| {
         if benign.is_empty() {
@@ -156,6 +164,7 @@ mod tests {
             block_fpr,
             referral,
             flag_fpr: None,
+            above: 0.0,
         }
     }
 

@@ -98,6 +98,15 @@ pub struct Harvested {
     pub origin: String,
 }
 
+impl Harvested {
+    /// The corpus record, carrying its origin (the corpus keeps where an item came from).
+    pub fn into_record(self) -> Record {
+        let mut r = self.record;
+        r.origin = Some(self.origin);
+        r
+    }
+}
+
 /// The registries a harvested item may come from.
 pub const ECOSYSTEMS: &[&str] = &["npm", "pypi", "deb"];
 
@@ -263,27 +272,25 @@ pub fn load_dir(dir: &Path) -> Result<(Vec<Harvested>, Vec<LineError>), CorpusEr
 pub fn upstream(lineage_group: &str) -> String {
     let (eco, name) = lineage_group.split_once(':').unwrap_or(("", lineage_group));
     let mut n = name.to_ascii_lowercase().replace(['_', '.'], "-");
-    match eco {
-        "deb" => {
-            for prefix in [
-                "python3-", "python-", "node-", "lib", "golang-", "ruby-", "r-cran-",
-            ] {
-                if let Some(rest) = n.strip_prefix(prefix).filter(|r| !r.is_empty()) {
-                    n = rest.to_string();
-                    break;
-                }
-            }
-            for suffix in [
-                "-doc", "-dev", "-common", "-data", "-utils", "-tools", "-bin",
-            ] {
-                if let Some(rest) = n.strip_suffix(suffix).filter(|r| !r.is_empty()) {
-                    n = rest.to_string();
-                    break;
-                }
+    // Only Debian repackages others' projects; a scoped npm name stays whole
+    // (`@a/mcp` and `@b/mcp` are unrelated).
+    if eco == "deb" {
+        for prefix in [
+            "python3-", "python-", "node-", "lib", "golang-", "ruby-", "r-cran-",
+        ] {
+            if let Some(rest) = n.strip_prefix(prefix).filter(|r| !r.is_empty()) {
+                n = rest.to_string();
+                break;
             }
         }
-        // A scoped npm name stays whole: `@a/mcp` and `@b/mcp` are unrelated.
-        _ => {}
+        for suffix in [
+            "-doc", "-dev", "-common", "-data", "-utils", "-tools", "-bin",
+        ] {
+            if let Some(rest) = n.strip_suffix(suffix).filter(|r| !r.is_empty()) {
+                n = rest.to_string();
+                break;
+            }
+        }
     }
     n
 }

@@ -74,11 +74,7 @@ fn load_harvest(dir: &Path) -> Result<Vec<Record>> {
     }
     Ok(records
         .into_iter()
-        .map(|h| {
-            let mut r = h.record;
-            r.origin = Some(h.origin);
-            r
-        })
+        .map(portcullis_eval::harvest::Harvested::into_record)
         .collect())
 }
 
@@ -317,6 +313,23 @@ pub struct CalibrateArgs {
     pub detector: DetectorArgs,
 }
 
+/// The fused score of the most severe finding the floors let through (floor
+/// `none`): thresholds are kept above it (`calibrate::Targets::above`).
+fn unfloored_weight(config: &Config) -> f64 {
+    use portcullis_core::{Floor, Severity};
+    let f = &config.floors;
+    [
+        (Severity::Low, f.low),
+        (Severity::Medium, f.medium),
+        (Severity::High, f.high),
+        (Severity::Critical, f.critical),
+    ]
+    .into_iter()
+    .filter(|(_, floor)| *floor == Floor::None)
+    .map(|(s, _)| config.severity_weights.weight(s))
+    .fold(0.0, f64::max)
+}
+
 pub fn calibrate(args: CalibrateArgs) -> Result<()> {
     for (name, v) in [
         ("--target-fpr", args.target_fpr),
@@ -352,19 +365,17 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
     if errors > 0 {
         bail!("{errors} dev record(s) could not be scored; not calibrating on a partial set");
     }
-    let all: Vec<calibrate::Scored> = scored.iter().map(|s| s.1).collect();
+    let mut config: Config = detector.config().clone();
     let targets = calibrate::Targets {
         block_fpr: args.target_fpr,
         referral: args.target_referral,
         flag_fpr: args.target_flag_fpr,
+        above: unfloored_weight(&config),
     };
-    let c = calibrate::choose(&all, targets);
-    let (band, band_share) = calibrate::review_band(&all, c.thresholds, args.review_share);
-    let mut config: Config = detector.config().clone();
-    config.thresholds = c.thresholds;
     config.channel_thresholds.clear();
-    config.review.band = Some(band);
-    // Each channel's thresholds on its own dev records, for the same targets.
+    // A channel with enough benign dev records gets thresholds fitted on its own
+    // records; the global thresholds are fitted on the records of the other channels,
+    // the ones that use them (fitted on all, they would follow the big channels).
     let min_benign = args.min_channel_benign.unwrap_or_else(|| {
         if args.target_fpr > 0.0 {
             (3.0 / args.target_fpr).ceil() as usize
@@ -399,20 +410,43 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
         ));
         config.channel_thresholds.insert(channel, ch.thresholds);
     }
+    let rest: Vec<calibrate::Scored> = scored
+        .iter()
+        .filter(|s| !config.channel_thresholds.contains_key(&s.0))
+        .map(|s| s.1)
+        .collect();
+    let rest_benign = rest.iter().filter(|s| s.2 == Label::Benign).count();
+    // Too few records left to resolve the targets: fit the global ones on all.
+    let (global_pool, global_on) = if rest_benign >= min_benign || rest.len() == scored.len() {
+        (rest, "the channels without thresholds of their own")
+    } else {
+        (
+            scored.iter().map(|s| s.1).collect(),
+            "all channels (the others have too few benign records)",
+        )
+    };
+    let c = calibrate::choose(&global_pool, targets);
+    let (band, band_share) = calibrate::review_band(&global_pool, c.thresholds, args.review_share);
+    config.thresholds = c.thresholds;
+    config.review.band = Some(band);
     config.validate()?;
     let body = toml::to_string_pretty(&config).context("serializing configuration")?;
     let header = format!(
         "# Written by `portcullis calibrate` — do not edit the thresholds by hand.\n\
          # corpus_sha256 = {sha}\n# split = dev ({} records)\n\
          # target_fpr = {}, target_referral = {}, target_flag_fpr = {}\n\
+         # global thresholds fitted on {global_on}: {} records\n\
+         # every threshold above {}: the fused score of one finding without a floor\n\
          # achieved on dev: block FPR = {:.4}, flag FPR = {:.4}, referral rate = {:.4}\n\
          # review.band: target share {}, achieved on dev {:.4}\n\
          # per channel (the same targets on each channel's dev records):\n{}",
-        c.records,
+        scored.len(),
         args.target_fpr,
         args.target_referral,
         args.target_flag_fpr
             .map_or_else(|| "none".to_string(), |t| t.to_string()),
+        c.records,
+        targets.above,
         c.block_fpr,
         c.flag_fpr,
         c.referral_rate,

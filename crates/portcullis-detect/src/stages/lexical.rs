@@ -61,7 +61,9 @@ impl Stage for LexicalStage {
             .iter()
             .map(|v| v.text.as_str())
             .collect();
-        let score = self.model.probability(&views);
+        let score = self
+            .model
+            .probability_on(&views, input.item.channel.as_str());
         // The field is the evidence (the pipeline fills its path): which text of a
         // structure decided, for records and notices. No excerpt: the text is in
         // the message, and a notice must not echo it.
