@@ -3,7 +3,7 @@
 CARGO ?= cargo
 BIN := target/release/portcullis
 
-.PHONY: demo test lint unit bench setup build fuzz fuzz-setup
+.PHONY: demo test lint unit bench setup build fuzz fuzz-setup model
 
 ## Set up (toolchain, interop pieces), build, scan the demo inputs, then run the
 ## gateway in front of a benign and an attack server and show what the client gets.
@@ -47,3 +47,22 @@ fuzz: fuzz-setup
 
 fuzz-setup:
 	@scripts/setup-fuzz.sh
+
+## Rebuild the detector's learned parts from their sources (not part of `make test`;
+## docs/eval.md "The full corpus"): build the full corpus (the committed corpus's
+## sources plus corpus/harvest and corpus/payloads), train the lexical model on its
+## train split, embed it, calibrate the presets on its dev split, and pin its hash.
+## The debug binary is enough (the detector is optimized in dev builds): ~6 minutes.
+MODEL_BIN := target/debug/portcullis
+FULL := target/corpus/full.jsonl
+model:
+	$(CARGO) build --locked -p portcullis
+	@mkdir -p target/corpus
+	$(MODEL_BIN) corpus build --harvest corpus/harvest --payloads corpus/payloads --out $(FULL)
+	sha256sum $(FULL) | cut -d' ' -f1 > corpus/full.sha256
+	$(MODEL_BIN) train-lexical --corpus $(FULL)
+	$(CARGO) build --locked -p portcullis
+	$(MODEL_BIN) calibrate --corpus $(FULL) --preset balanced --lexical --target-fpr 0.01 --target-referral 0.12 --target-flag-fpr 0.05 --out presets/balanced.toml
+	$(MODEL_BIN) calibrate --corpus $(FULL) --preset strict --lexical --target-fpr 0.02 --target-referral 0.25 --out presets/strict.toml
+	$(MODEL_BIN) calibrate --corpus $(FULL) --preset permissive --lexical --target-fpr 0.0025 --target-referral 0.05 --out presets/permissive.toml
+	$(MODEL_BIN) calibrate --corpus $(FULL) --preset balanced --no-lexical --target-fpr 0.01 --target-referral 0.12 --target-flag-fpr 0.05 --out reports/rules-only-balanced.toml

@@ -17,6 +17,8 @@ fn rules_policy() -> Config {
     c.lexical.enabled = false;
     c.thresholds.review = 0.3;
     c.thresholds.block = 0.8;
+    // These thresholds on every channel, as a configuration file's own would be.
+    c.channel_thresholds.clear();
     c
 }
 

@@ -86,10 +86,6 @@ fn no_package_of_the_real_server_suite_is_harvested() {
         &std::fs::read_to_string(root().join("corpus/harvest/MANIFEST.json")).unwrap(),
     )
     .unwrap();
-    let loaded: BTreeMap<String, Split> = load()
-        .into_iter()
-        .map(|h| (h.record.lineage_group, h.record.split.unwrap()))
-        .collect();
     for p in manifest["packages"].as_array().unwrap() {
         let key = format!(
             "{}:{}",

@@ -252,13 +252,14 @@ async fn a_quiet_rug_pull_is_caught_at_each_step_and_released_by_approval() {
     assert!(tool(&p, "unit_convert").await.is_some());
 
     // Step 3: the result changes: it sends the model to another tool. It is
-    // withheld (here by the detector before the structural TT check runs;
-    // `a_tool_transfer_result_the_detector_lets_through_is_held_until_approved`
-    // covers that check).
+    // withheld, by the detector or by the structural TT check (which one depends on
+    // the learned score; `a_tool_transfer_result_the_detector_lets_through_is_held_until_approved`
+    // covers the structural check on its own). The notice may name the listed tool
+    // it points to, never the result's wording.
     let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
     assert_eq!(r["isError"], true, "{r}");
     let text = text_of(&r);
-    assert!(!text.contains("measure_convert"), "{text}");
+    assert!(!text.contains("Call measure_convert"), "{text}");
     assert!(text.contains("(record "), "{text}");
 
     // The approval is a decision record kept with the item.
