@@ -319,10 +319,17 @@ impl Router {
     /// response could overtake the progress and log messages of its own call
     /// (which the client then drops, or which would be attributed once the call
     /// is no longer in flight). The caller keeps its request in flight meanwhile.
-    pub async fn settle(&self, server: &str, limit: std::time::Duration) {
+    pub async fn settle(&self, server: &str, limit: std::time::Duration, progress: bool) {
         // Let the tasks rmcp just spawned start.
         for _ in 0..4 {
             tokio::task::yield_now().await;
+        }
+        // A task rmcp spawned lands in its worker's LIFO slot, which other workers
+        // cannot steal: when this task runs elsewhere, yields do not let it start.
+        // For a call the client asked progress of, give that worker a moment (a
+        // progress message after the response is lost: the client drops it).
+        if progress && self.relaying().get(server).copied().unwrap_or(0) == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         }
         let deadline = tokio::time::Instant::now() + limit;
         loop {
