@@ -144,39 +144,10 @@ impl Head {
         sigmoid(self.platt.a * self.margin(x) + self.platt.b)
     }
 
-    /// Platt scaling: fit `a`, `b` by Newton's method on `(margin, label)` pairs of
-    /// a split the head was not trained on, with Platt's smoothed targets.
+    /// Platt scaling (`portcullis_core::platt::fit_platt`) on `(margin, label)` pairs
+    /// of a split the head was not trained on.
     pub fn calibrate(&mut self, margins: &[(f64, bool)]) {
-        let pos = margins.iter().filter(|(_, y)| *y).count() as f64;
-        let neg = margins.len() as f64 - pos;
-        let (tp, tn) = ((pos + 1.0) / (pos + 2.0), 1.0 / (neg + 2.0));
-        let (mut a, mut b) = (1.0f64, 0.0f64);
-        for _ in 0..100 {
-            let (mut ga, mut gb, mut haa, mut hab, mut hbb) = (0.0, 0.0, 1e-9, 0.0, 1e-9);
-            for &(m, y) in margins {
-                let p = sigmoid(a * m + b);
-                let t = if y { tp } else { tn };
-                let d = p - t;
-                let s = p * (1.0 - p);
-                ga += d * m;
-                gb += d;
-                haa += s * m * m;
-                hab += s * m;
-                hbb += s;
-            }
-            let det = haa * hbb - hab * hab;
-            if det.abs() < 1e-18 {
-                break;
-            }
-            let da = (hbb * ga - hab * gb) / det;
-            let db = (haa * gb - hab * ga) / det;
-            a -= da;
-            b -= db;
-            if da.abs() < 1e-10 && db.abs() < 1e-10 {
-                break;
-            }
-        }
-        if a.is_finite() && b.is_finite() {
+        if let Some((a, b)) = portcullis_core::platt::fit_platt(margins) {
             self.platt = Platt { a, b };
         }
     }

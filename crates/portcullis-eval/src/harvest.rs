@@ -245,22 +245,24 @@ pub fn load_dir(dir: &Path) -> Result<(Vec<Harvested>, Vec<LineError>), CorpusEr
     }
     // One upstream, one split: Debian's python3-django and PyPI's django carry the
     // same text, so all packages of one upstream take the split of the first of them.
-    let mut first_of_upstream: BTreeMap<String, &str> = BTreeMap::new();
-    for h in &all {
+    let upstreams: Vec<String> = all
+        .iter()
+        .map(|h| upstream(&h.record.lineage_group))
+        .collect();
+    let mut first_of_upstream: BTreeMap<&str, &str> = BTreeMap::new();
+    for (h, u) in all.iter().zip(&upstreams) {
         let g = h.record.lineage_group.as_str();
         first_of_upstream
-            .entry(upstream(g))
+            .entry(u)
             .and_modify(|f| *f = (*f).min(g))
             .or_insert(g);
     }
-    let split_by_upstream: BTreeMap<String, Split> = first_of_upstream
-        .into_iter()
-        .map(|(u, first)| (u, split_of(first)))
+    let splits: Vec<Split> = upstreams
+        .iter()
+        .map(|u| split_of(first_of_upstream[u.as_str()]))
         .collect();
-    for h in &mut all {
-        h.record.split = split_by_upstream
-            .get(&upstream(&h.record.lineage_group))
-            .copied();
+    for (h, s) in all.iter_mut().zip(splits) {
+        h.record.split = Some(s);
     }
     Ok((all, errors))
 }
