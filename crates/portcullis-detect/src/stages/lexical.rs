@@ -50,6 +50,10 @@ impl Stage for LexicalStage {
         false
     }
 
+    fn learned(&self) -> bool {
+        true
+    }
+
     fn weight(&self, config: &Config, _channel: Channel) -> f64 {
         config.lexical.weight
     }
@@ -61,6 +65,11 @@ impl Stage for LexicalStage {
             .iter()
             .map(|v| v.text.as_str())
             .collect();
+        // Too few words to score: the stage abstains (no score; it counts as 0 in
+        // the fusion), and the rules still read the text.
+        if !crate::lexical::has_wording(&views) {
+            return StageResult::default();
+        }
         let score = self
             .model
             .probability_on(&views, input.item.channel.as_str());
