@@ -108,9 +108,48 @@ pub struct Extracted {
     pub findings: Vec<Finding>,
     /// JSON paths of the binary payloads that were not walked (see [`Binary`]).
     pub binary: Vec<String>,
+    /// Where items quote text the client wrote (see [`Extracted::mark_quoted`]).
+    pub quoted: Quoted,
 }
 
+/// Byte ranges of items' texts that quote the client's own words, by item index.
+pub type Quoted = std::collections::BTreeMap<usize, Vec<std::ops::Range<usize>>>;
+
 impl Extracted {
+    /// Mark where the items quote `quotes`: text the client wrote for this server
+    /// (its answers to the server's sampling and elicitation requests, which the
+    /// gateway relayed and inspected on their way out). A server that returns what
+    /// the client's model said, as server-everything's `trigger-sampling-request`
+    /// returns the whole sampling answer as JSON, is not speaking in its own words
+    /// there: the learned stages, which score a server's wording, do not score the
+    /// quoted bytes ([`crate::stages::Stage::learned`]). Rules and the egress guard
+    /// still read every byte. Empty quotes are ignored; overlapping marks merge.
+    pub fn mark_quoted(&mut self, quotes: &[String]) {
+        for (index, item) in self.items.iter().enumerate() {
+            let mut ranges: Vec<std::ops::Range<usize>> = quotes
+                .iter()
+                .filter(|q| !q.is_empty())
+                .flat_map(|q| {
+                    item.text
+                        .match_indices(q.as_str())
+                        .map(|(at, m)| at..at + m.len())
+                })
+                .collect();
+            if ranges.is_empty() {
+                continue;
+            }
+            ranges.sort_by_key(|r| (r.start, r.end));
+            let mut merged: Vec<std::ops::Range<usize>> = Vec::new();
+            for r in ranges {
+                match merged.last_mut() {
+                    Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+                    _ => merged.push(r),
+                }
+            }
+            self.quoted.insert(index, merged);
+        }
+    }
+
     /// The bytes that were inspected: the text of every item (binary payloads and
     /// JSON punctuation aside). This is a record's `input_len`.
     pub fn text_bytes(&self) -> usize {
@@ -452,6 +491,7 @@ pub fn value_items(
         items: w.items,
         findings: w.truncated.map(malformed).into_iter().collect(),
         binary: w.skipped,
+        quoted: Quoted::new(),
     }
 }
 
@@ -507,6 +547,7 @@ pub fn tool_items(tool: &Value, server: Option<&str>) -> Result<Extracted, crate
         items: w.items,
         findings,
         binary: Vec::new(),
+        quoted: Quoted::new(),
     })
 }
 

@@ -150,6 +150,7 @@ impl Detector {
         };
         self.decide(
             std::slice::from_ref(item),
+            &extract::Quoted::new(),
             Vec::new(),
             header,
             meta,
@@ -178,7 +179,14 @@ impl Detector {
             sha: sha256_hex(canonical.as_bytes()),
             len: canonical.len(),
         };
-        Ok(self.decide(&extracted.items, extracted.findings, header, meta, started))
+        Ok(self.decide(
+            &extracted.items,
+            &extracted.quoted,
+            extracted.findings,
+            header,
+            meta,
+            started,
+        ))
     }
 
     /// Inspect the strings of one MCP message (a tool result's content blocks, a
@@ -207,6 +215,7 @@ impl Detector {
         };
         self.decide(
             &extracted.items,
+            &extracted.quoted,
             extracted.findings.clone(),
             header,
             meta,
@@ -257,6 +266,7 @@ impl Detector {
     fn decide(
         &self,
         items: &[Item],
+        quoted: &extract::Quoted,
         structural: Vec<Finding>,
         h: Header,
         meta: RecordMeta,
@@ -285,12 +295,37 @@ impl Detector {
                 target,
                 allowlisted: &allowlisted,
             };
+            // What the learned stages read: the text with the client's own words
+            // that the server quotes blanked out (same length, so spans hold).
+            let unquoted = quoted
+                .get(&index)
+                .and_then(|ranges| {
+                    let mut text = item.text.clone().into_bytes();
+                    let len = text.len();
+                    for r in ranges.iter().filter(|r| r.end <= len) {
+                        text[r.clone()].fill(b' ');
+                    }
+                    // Marks cover whole matches, so this holds; if it did not, the
+                    // learned stages would read the whole text.
+                    String::from_utf8(text).ok()
+                })
+                .map(|text| normalize(&text, kind, &self.config.normalize));
+            let learned_input = unquoted.as_ref().map(|normalized| StageInput {
+                item,
+                normalized,
+                target,
+                allowlisted: &allowlisted,
+            });
             for (stage, acc) in self.stages.iter().zip(accs.iter_mut()) {
                 if !stage.applies(item) {
                     continue;
                 }
                 let t = Instant::now();
-                let result = stage.run(&input);
+                let input = match &learned_input {
+                    Some(unquoted) if stage.learned() => unquoted,
+                    _ => &input,
+                };
+                let result = stage.run(input);
                 acc.findings.extend(with_path(result.findings, item));
                 // A structure's learned score is its most suspicious field's.
                 if let Some(s) = result.score {
@@ -380,6 +415,22 @@ impl Detector {
             h.channel,
             masked.is_some(),
         );
+        if !quoted.is_empty() {
+            let bytes: usize = quoted.values().flatten().map(|r| r.len()).sum();
+            let fields: Vec<&str> = quoted
+                .keys()
+                .filter_map(|&i| items.get(i).and_then(|it| it.path.as_deref()))
+                .collect();
+            reasons.push(format!(
+                "quoted: {bytes} bytes of {} quote the client's own answers to this \
+                 server; the learned stages did not score them",
+                if fields.is_empty() {
+                    "the text".to_string()
+                } else {
+                    fields.join(", ")
+                }
+            ));
+        }
         let review = reviewed.map(|r| {
             reasons.extend(r.reason);
             reasons.extend(refused);

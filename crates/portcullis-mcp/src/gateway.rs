@@ -464,9 +464,10 @@ impl Gateway {
                 None,
             ));
         }
+        let quotes = self.router.client_quotes(&server);
         let out = self
             .inspector
-            .message(channel, &server, tool, &mut v)
+            .message_quoting(channel, &server, tool, &mut v, &quotes)
             .await
             .map_err(internal)?;
         if out.forward {

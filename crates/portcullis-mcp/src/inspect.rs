@@ -405,6 +405,22 @@ impl Inspector {
         tool: Option<&str>,
         value: &mut Value,
     ) -> Result<Outcome, InspectError> {
+        self.message_quoting(channel, server, tool, value, &[])
+            .await
+    }
+
+    /// [`Self::message`] of a message that may quote the client's own words
+    /// (`quotes`: what the client answered this server's sampling and
+    /// elicitation requests): the learned stages do not score them
+    /// ([`extract::Extracted::mark_quoted`]).
+    pub async fn message_quoting(
+        &self,
+        channel: Channel,
+        server: &str,
+        tool: Option<&str>,
+        value: &mut Value,
+        quotes: &[String],
+    ) -> Result<Outcome, InspectError> {
         // Inbound, the declared binary payloads (Base64 of image/audio blocks and
         // resource blobs) are not text; outbound every string is read, so that
         // nothing leaves unchecked.
@@ -412,7 +428,8 @@ impl Inspector {
         // Object keys are items too (a server's keys are its text; a model's
         // argument keys can carry a secret out); the keys the protocol defines are
         // grammar and are skipped by the walk.
-        let extracted = extract::value_items(channel, value, Some(server), tool, true, binary);
+        let mut extracted = extract::value_items(channel, value, Some(server), tool, true, binary);
+        extracted.mark_quoted(quotes);
         let whole = portcullis_core::canonical_json(value);
         let (s, t) = (server.to_string(), tool.map(str::to_string));
         let ex = Arc::new(extracted);

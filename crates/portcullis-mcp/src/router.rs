@@ -44,6 +44,44 @@ struct State {
     /// Upstream progress token → (session, the token the client gave).
     progress: HashMap<ProgressToken, (u64, ProgressToken)>,
     last_active: Option<u64>,
+    /// What the client answered each upstream's sampling and elicitation
+    /// requests lately: the newest [`QUOTED_ANSWERS`], each for [`QUOTED_FOR`].
+    answers: HashMap<String, std::collections::VecDeque<(std::time::Instant, Vec<String>)>>,
+}
+
+/// How many of an upstream's latest client answers, and for how long, a result of
+/// that upstream can quote without the learned stages scoring the quote.
+const QUOTED_ANSWERS: usize = 8;
+const QUOTED_FOR: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The strings of a client's answer that a server may quote back: every key and
+/// string value as JSON writes it (quotes included, so `"role"` and not the word
+/// role), and string values of 16 bytes or more as they are (a reply the server
+/// pastes into its own sentence).
+fn answer_quotes(answer: &Value) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => {
+                out.extend(serde_json::to_string(s).ok());
+                if s.len() >= 16 {
+                    out.push(s.clone());
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            Value::Object(o) => {
+                for (k, x) in o {
+                    out.extend(serde_json::to_string(k).ok());
+                    walk(x, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(answer, &mut out);
+    out.sort();
+    out.dedup();
+    out
 }
 
 pub struct Router {
@@ -299,6 +337,9 @@ impl Router {
         if out.record.status != portcullis_core::Status::Allow {
             return Err(withheld_error(&out));
         }
+        if answer.is_ok() {
+            self.remember_answer(server, answer_quotes(&v));
+        }
         match answer {
             Ok(a) => Ok(a),
             Err(rmcp::service::ServiceError::McpError(e)) => Err(e),
@@ -307,6 +348,27 @@ impl Router {
                 None,
             )),
         }
+    }
+
+    fn remember_answer(&self, server: &str, quotes: Vec<String>) {
+        let mut st = self.lock();
+        let recent = st.answers.entry(server.to_string()).or_default();
+        if recent.len() == QUOTED_ANSWERS {
+            recent.pop_front();
+        }
+        recent.push_back((std::time::Instant::now(), quotes));
+    }
+
+    /// What the client lately answered `server`'s own requests (see
+    /// [`answer_quotes`]): a result of `server` that quotes it is not scored there
+    /// by the learned stages ([`Inspector::message_quoting`]).
+    pub fn client_quotes(&self, server: &str) -> Vec<String> {
+        let mut st = self.lock();
+        let Some(recent) = st.answers.get_mut(server) else {
+            return Vec::new();
+        };
+        recent.retain(|(at, _)| at.elapsed() < QUOTED_FOR);
+        recent.iter().flat_map(|(_, q)| q.iter().cloned()).collect()
     }
 
     fn relaying(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
@@ -507,4 +569,34 @@ pub fn client_progress_token(meta: &rmcp::model::RequestMetaObject) -> Option<Pr
 /// A JSON value's progress token (for tests).
 pub fn token_of(v: &Value) -> Option<ProgressToken> {
     serde_json::from_value(v.clone()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_quoted_as_json_writes_its_strings_and_long_values_as_they_are() {
+        let answer = json!({
+            "role": "assistant",
+            "content": {"type": "text", "text": "The grey heron stands still."},
+            "model": "m",
+        });
+        let q = answer_quotes(&answer);
+        for s in [
+            "\"role\"",
+            "\"assistant\"",
+            "\"content\"",
+            "\"text\"",
+            "\"m\"",
+            "\"The grey heron stands still.\"",
+            "The grey heron stands still.",
+        ] {
+            assert!(q.iter().any(|x| x == s), "{s} in {q:?}");
+        }
+        // Short values only with their quotes: a bare word is not blanked anywhere.
+        assert!(!q.iter().any(|x| x == "assistant" || x == "m"));
+        // Numbers and booleans are no text of the client's.
+        assert!(answer_quotes(&json!({"n": 3, "b": true})) == vec!["\"b\"", "\"n\""]);
+    }
 }

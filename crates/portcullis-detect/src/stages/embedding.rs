@@ -60,6 +60,10 @@ impl Stage for EmbeddingStage {
         false
     }
 
+    fn learned(&self) -> bool {
+        true
+    }
+
     fn weight(&self, config: &Config, _channel: Channel) -> f64 {
         config.embedding.weight
     }

@@ -80,6 +80,13 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
     fn sets_floors(&self, _channel: Channel) -> bool {
         true
     }
+    /// Whether the stage is learned: it scores a server's wording, so it reads
+    /// the text with the client's own words that the server quotes blanked out
+    /// ([`crate::extract::Extracted::mark_quoted`]). Deterministic stages read
+    /// every byte.
+    fn learned(&self) -> bool {
+        false
+    }
     fn run(&self, input: &StageInput<'_>) -> StageResult;
 }
 
