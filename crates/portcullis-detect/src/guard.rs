@@ -715,17 +715,34 @@ impl EgressGuard {
             while i < b.len() && is_run_byte(b[i]) {
                 i += 1;
             }
-            if i - start >= self.entropy_min_len {
-                let bits = byte_entropy(&b[start..i]);
-                if bits >= self.entropy_bits {
-                    cands.push(Cand {
-                        start,
-                        end: i,
-                        rank: RANK_ENTROPY,
-                        what: What::Entropy(bits),
-                    });
+            if is_absolute_path(&b[start..i]) {
+                // Each component on its own: a path's characters together look
+                // random (a macOS temporary folder, `/var/folders/xy/8k2j.../T/...`,
+                // is 4.7 bits per character), its components do not; a random
+                // component long enough still counts.
+                let mut from = start;
+                for end in (start..=i).filter(|&j| j == i || b[j] == b'/') {
+                    self.entropy_candidate(b, from, end, cands);
+                    from = end + 1;
                 }
+            } else {
+                self.entropy_candidate(b, start, i, cands);
             }
+        }
+    }
+
+    fn entropy_candidate(&self, b: &[u8], start: usize, end: usize, cands: &mut Vec<Cand>) {
+        if end.saturating_sub(start) < self.entropy_min_len {
+            return;
+        }
+        let bits = byte_entropy(&b[start..end]);
+        if bits >= self.entropy_bits {
+            cands.push(Cand {
+                start,
+                end,
+                rank: RANK_ENTROPY,
+                what: What::Entropy(bits),
+            });
         }
     }
 
@@ -1258,6 +1275,16 @@ fn truncate_chars(s: &str, max: usize) -> String {
 
 // ---------------------------------------------------------------------------
 // Helpers
+
+/// A run that reads as an absolute file path: it starts with `/`, has at least two
+/// more, and has neither `+` nor `=` (Base64 has both; a Base64 secret that starts
+/// with `/`, holds two more and neither of them is about one in a thousand, and even
+/// then its long random components are still judged).
+fn is_absolute_path(run: &[u8]) -> bool {
+    run.first() == Some(&b'/')
+        && run.iter().filter(|&&c| c == b'/').count() >= 3
+        && !run.iter().any(|&c| c == b'+' || c == b'=')
+}
 
 fn is_run_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=' | b'_' | b'-')
@@ -1853,6 +1880,17 @@ mod tests {
         // Base64 of a short word, long words, paths.
         expect_none(&g, "aGVsbG8= and d29ybGQ=");
         expect_none(&g, "/usr/local/lib/python3/site-packages/requests/adapters");
+        // Temporary folders: the whole path looks random, its components do not
+        // (4.74 and 4.54 bits per character as one run).
+        expect_none(&g, "/var/folders/xy/8k2j3h4g5f6d7s8a9/T/tmpabc123/file");
+        expect_none(
+            &g,
+            "/tmp/portcullis-real-servers-7jkr5xgf/filesystem/data/README.md",
+        );
+        // A random component of a path is still one, and is what is reported.
+        let part = fake_from(ALNUM, 48, 52);
+        let path = format!("/srv/keys/{part}/current");
+        expect_one(&g, &path, "egress.high_entropy", &part);
         expect_none(&g, "antidisestablishmentarianism_and_supercalifragilistic");
         expect_none(&g, &"ab".repeat(40));
         // Known secret formats win over high entropy on the same region.
