@@ -343,15 +343,14 @@ impl Gateway {
             client_progress_token(&ctx.meta),
         );
         let (id, peer) = (handle.id.clone(), handle.peer.clone());
-        let progress = client_progress_token(&ctx.meta).is_some();
         tokio::select! {
             r = handle.await_response() => match r {
                 Ok(result) => {
-                    self.router.settle(up.name(), self.config.request_timeout(), progress).await;
+                    self.router.settle(up.name(), self.config.request_timeout()).await;
                     Ok(result)
                 }
                 Err(ServiceError::McpError(e)) => {
-                    self.router.settle(up.name(), self.config.request_timeout(), progress).await;
+                    self.router.settle(up.name(), self.config.request_timeout()).await;
                     Err(self.upstream_error(upstream, subject.as_deref(), e).await)
                 }
                 Err(e) => Err(service_error(up.name(), e)),

@@ -49,6 +49,19 @@ struct State {
     answers: HashMap<String, std::collections::VecDeque<(std::time::Instant, Vec<String>)>>,
 }
 
+/// The notifications that belong to a call in flight (a response must not overtake
+/// them): progress and log messages. rmcp hands both to the handler.
+pub fn belongs_to_a_call(n: &ServerNotification) -> bool {
+    matches!(
+        n,
+        ServerNotification::ProgressNotification(_)
+            | ServerNotification::LoggingMessageNotification(_)
+    )
+}
+
+/// How long a notification read and never taken up by the relay holds calls up.
+const UNREAD_FOR: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// How many of an upstream's latest client answers, and for how long, a result of
 /// that upstream can quote without the learned stages scoring the quote.
 const QUOTED_ANSWERS: usize = 8;
@@ -90,6 +103,9 @@ pub struct Router {
     relaying: Mutex<HashMap<String, usize>>,
     /// Woken whenever a relay ends.
     relayed: tokio::sync::Notify,
+    /// Progress and log notifications each upstream's transport has read and the
+    /// handler has not yet taken up, with when each was read (oldest first).
+    unread: Mutex<HashMap<String, std::collections::VecDeque<std::time::Instant>>>,
     next_session: AtomicU64,
     inspector: Arc<Inspector>,
     relist: tokio::sync::mpsc::UnboundedSender<(String, ListKind)>,
@@ -132,6 +148,7 @@ impl Router {
             state: Mutex::new(State::default()),
             relaying: Mutex::new(HashMap::new()),
             relayed: tokio::sync::Notify::new(),
+            unread: Mutex::new(HashMap::new()),
             next_session: AtomicU64::new(1),
             inspector,
             relist,
@@ -381,24 +398,44 @@ impl Router {
     /// response could overtake the progress and log messages of its own call
     /// (which the client then drops, or which would be attributed once the call
     /// is no longer in flight). The caller keeps its request in flight meanwhile.
-    pub async fn settle(&self, server: &str, limit: std::time::Duration, progress: bool) {
-        // Let the tasks rmcp just spawned start.
-        for _ in 0..4 {
-            tokio::task::yield_now().await;
+    /// The upstream's transport read a notification that belongs to a call in
+    /// flight ([`belongs_to_a_call`]); its relay has not started yet.
+    pub fn notification_read(&self, server: &str) {
+        self.unread_lock()
+            .entry(server.to_string())
+            .or_default()
+            .push_back(std::time::Instant::now());
+    }
+
+    fn unread_lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, std::collections::VecDeque<std::time::Instant>>>
+    {
+        self.unread.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether `server` has notifications read and not yet taken up. One that rmcp
+    /// never hands to the handler (none is known to be) is forgotten after
+    /// [`UNREAD_FOR`], so it cannot hold later calls up.
+    fn has_unread(&self, server: &str) -> bool {
+        let mut unread = self.unread_lock();
+        let Some(q) = unread.get_mut(server) else {
+            return false;
+        };
+        while q.front().is_some_and(|at| at.elapsed() > UNREAD_FOR) {
+            q.pop_front();
+            tracing::warn!(%server, "a notification read from the upstream never reached the relay");
         }
-        // A task rmcp spawned lands in its worker's LIFO slot, which other workers
-        // cannot steal: when this task runs elsewhere, yields do not let it start.
-        // For a call the client asked progress of, give that worker a moment (a
-        // progress message after the response is lost: the client drops it).
-        if progress && self.relaying().get(server).copied().unwrap_or(0) == 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-        }
+        !q.is_empty()
+    }
+
+    pub async fn settle(&self, server: &str, limit: std::time::Duration) {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let woken = self.relayed.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            if self.relaying().get(server).copied().unwrap_or(0) == 0 {
+            if self.relaying().get(server).copied().unwrap_or(0) == 0 && !self.has_unread(server) {
                 return;
             }
             if tokio::time::timeout_at(deadline, woken).await.is_err() {
@@ -420,6 +457,12 @@ impl Router {
             }
         }
         *self.relaying().entry(server.to_string()).or_default() += 1;
+        if belongs_to_a_call(&notification) {
+            // Taken up: counted as relaying from here on.
+            if let Some(q) = self.unread_lock().get_mut(server) {
+                q.pop_front();
+            }
+        }
         let _relay = Relay(self, server.to_string());
         match notification {
             ServerNotification::ProgressNotification(p) => {

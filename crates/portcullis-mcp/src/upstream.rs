@@ -278,6 +278,7 @@ async fn open(
             };
             let transport =
                 AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(max_line);
+            let transport = Noting::new(transport, router, &config.name);
             let service = rmcp::serve_client(handler, transport)
                 .await
                 .map_err(|e| init(&e))?;
@@ -314,7 +315,7 @@ async fn open(
             } else {
                 StreamableHttpClientTransport::from_config(cfg)
             };
-            rmcp::serve_client(handler, transport)
+            rmcp::serve_client(handler, Noting::new(transport, router, &config.name))
                 .await
                 .map_err(|e| init(&e))
         }
@@ -322,6 +323,54 @@ async fn open(
             server: config.name.clone(),
             message: "needs exactly one of `command` or `url`".into(),
         }),
+    }
+}
+
+/// An upstream's transport that tells the router of each notification of a call in
+/// flight as it is read. rmcp hands every notification to a task of its own and the
+/// response read after it straight to the waiting request, so a response can
+/// overtake its own call's progress and log messages; what was read before the
+/// response is what [`Router::settle`] waits for, whichever worker runs it.
+struct Noting<T> {
+    inner: T,
+    router: Arc<Router>,
+    server: String,
+}
+
+impl<T> Noting<T> {
+    fn new(inner: T, router: &Arc<Router>, server: &str) -> Noting<T> {
+        Noting {
+            inner,
+            router: router.clone(),
+            server: server.to_string(),
+        }
+    }
+}
+
+impl<T: rmcp::transport::Transport<RoleClient>> rmcp::transport::Transport<RoleClient>
+    for Noting<T>
+{
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: rmcp::service::TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<rmcp::service::RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await;
+        if let Some(rmcp::model::JsonRpcMessage::Notification(n)) = &message {
+            if crate::router::belongs_to_a_call(&n.notification) {
+                self.router.notification_read(&self.server);
+            }
+        }
+        message
+    }
+
+    fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
     }
 }
 
