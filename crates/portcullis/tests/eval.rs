@@ -72,12 +72,13 @@ fn eval_reports_the_fixture_and_recomputes_from_records() {
     let rules = &sub["detectors"][0];
     assert_eq!(rules["config"], "rules-only");
     // Hand-checked decisions of the committed rules: every malicious text but the
-    // rule-free preference manipulation (m3) is held, all blocked but the poisoned
-    // tool definition (m6: three high findings, fused 0.936, REVIEW under the
-    // tool_definition channel's own block threshold); no benign text is flagged.
+    // rule-free preference manipulation (m3) is held, and all of them blocked (the
+    // poisoned tool definition m6: four high findings, fused 0.988, over the
+    // tool_definition channel's own block threshold of 0.982); no benign text is
+    // flagged.
     assert_eq!(
         rules["malicious"],
-        serde_json::json!({"allow": 1, "review": 1, "block": 4})
+        serde_json::json!({"allow": 1, "review": 0, "block": 5})
     );
     assert_eq!(
         rules["benign"],
@@ -137,7 +138,7 @@ fn eval_reports_the_fixture_and_recomputes_from_records() {
         .filter(|l| l["kind"] == "decision" && l["run"] == 0)
         .filter(|l| l["decision"]["status"] == "BLOCK")
         .count();
-    assert_eq!(blocked, 4);
+    assert_eq!(blocked, 5);
     assert!(out.join("roc-all.svg").exists() && out.join("pr-all.svg").exists());
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("portcullis eval report"));
