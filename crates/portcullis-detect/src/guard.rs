@@ -736,7 +736,7 @@ impl EgressGuard {
             return;
         }
         let bits = byte_entropy(&b[start..end]);
-        if bits >= self.entropy_bits {
+        if bits >= self.entropy_bits && !self.is_encoded_data(&b[start..end]) {
             cands.push(Cand {
                 start,
                 end,
@@ -1275,6 +1275,43 @@ fn truncate_chars(s: &str, max: usize) -> String {
 
 // ---------------------------------------------------------------------------
 // Helpers
+
+/// Longest Base64 run of binary data that can still be a credential: past it, a run
+/// is a file's bytes (server-pdf's `read_pdf_bytes` returns chunks of a PDF). The
+/// long secret formats (PEM keys, JWTs) have patterns of their own.
+const ENTROPY_MAX_BINARY: usize = 4096;
+
+impl EgressGuard {
+    /// Whether a high-entropy run is encoded data rather than a credential: Base64
+    /// that decodes to text is that text, judged by what it says (it is scanned,
+    /// and any finding in it keeps the run reported), and Base64 of binary data
+    /// longer than [`ENTROPY_MAX_BINARY`] is a file. A random token decodes to
+    /// neither: its bytes are not text, and it is short.
+    fn is_encoded_data(&self, run: &[u8]) -> bool {
+        use base64::Engine;
+        let engines = [
+            &base64::engine::general_purpose::STANDARD,
+            &base64::engine::general_purpose::STANDARD_NO_PAD,
+            &base64::engine::general_purpose::URL_SAFE,
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ];
+        let Some(bytes) = engines.iter().find_map(|e| e.decode(run).ok()) else {
+            return false;
+        };
+        match String::from_utf8(bytes) {
+            Ok(text) if is_printable(&text) => self.scan(&text).is_empty(),
+            _ => run.len() > ENTROPY_MAX_BINARY,
+        }
+    }
+}
+
+/// Text a person could read: no control characters but line breaks and tabs.
+fn is_printable(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .chars()
+            .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'))
+}
 
 /// A run that reads as an absolute file path: it starts with `/`, has at least two
 /// more, and has neither `+` nor `=` (Base64 has both; a Base64 secret that starts
@@ -1887,6 +1924,24 @@ mod tests {
             &g,
             "/tmp/portcullis-real-servers-7jkr5xgf/filesystem/data/README.md",
         );
+        use base64::Engine as _;
+        // Base64 of text is that text: a PDF's header (server-pdf's read_pdf_bytes)
+        // passes, the Base64 of a text holding a secret is still reported.
+        expect_none(
+            &g,
+            "JVBERi0xLjQKMSAwIG9iago8PCAvVHlwZSAvQ2F0YWxvZyAvUGFnZXMgMiAwIFIgPj4KZW5kb2Jq",
+        );
+        let b64 = |t: &str| base64::engine::general_purpose::STANDARD.encode(t);
+        let leak = b64(&format!("token = ghp_{}", fake(36, 60)));
+        expect_one(&g, &leak, "egress.high_entropy", &leak);
+        // Base64 of binary data: a short run may be a key, a long one is a file.
+        let bytes: Vec<u8> = (0..6000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let short = base64::engine::general_purpose::STANDARD.encode(&bytes[..48]);
+        expect_one(&g, &short, "egress.high_entropy", &short);
+        let file = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        expect_none(&g, &file);
         // A random component of a path is still one, and is what is reported.
         let part = fake_from(ALNUM, 48, 52);
         let path = format!("/srv/keys/{part}/current");
