@@ -309,8 +309,15 @@ impl Detector {
                     // learned stages would read the whole text.
                     String::from_utf8(text).ok()
                 })
-                .map(|text| normalize(&text, kind, &self.config.normalize));
-            let learned_input = unquoted.as_ref().map(|normalized| StageInput {
+                .map(|text| {
+                    let normalized = normalize(&text, kind, &self.config.normalize);
+                    let item = Item {
+                        text,
+                        ..item.clone()
+                    };
+                    (item, normalized)
+                });
+            let learned_input = unquoted.as_ref().map(|(item, normalized)| StageInput {
                 item,
                 normalized,
                 target,
