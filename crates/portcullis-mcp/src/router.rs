@@ -354,7 +354,11 @@ impl Router {
         if out.record.status != portcullis_core::Status::Allow {
             return Err(withheld_error(&out));
         }
-        if answer.is_ok() {
+        // The answer becomes text a result of this server may quote without the
+        // learned stages scoring it, so it must pass as a result on its own: a
+        // server cannot have the client's model write its injection (a reversed
+        // or translated text) and then paste it past them.
+        if answer.is_ok() && self.inspector.passes(Channel::ToolResult, server, &v).await {
             self.remember_answer(server, answer_quotes(&v));
         }
         match answer {
@@ -392,12 +396,6 @@ impl Router {
         self.relaying.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Wait (at most `limit`) until the notifications `server` sent before a
-    /// response are relayed. rmcp hands each notification to a task of its own
-    /// and the response to the waiting request right after, so without this a
-    /// response could overtake the progress and log messages of its own call
-    /// (which the client then drops, or which would be attributed once the call
-    /// is no longer in flight). The caller keeps its request in flight meanwhile.
     /// The upstream's transport read a notification that belongs to a call in
     /// flight ([`belongs_to_a_call`]); its relay has not started yet.
     pub fn notification_read(&self, server: &str) {
@@ -414,31 +412,43 @@ impl Router {
         self.unread.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Whether `server` has notifications read and not yet taken up. One that rmcp
-    /// never hands to the handler (none is known to be) is forgotten after
-    /// [`UNREAD_FOR`], so it cannot hold later calls up.
-    fn has_unread(&self, server: &str) -> bool {
+    /// When the oldest notification `server`'s transport read and the relay has
+    /// not taken up is given up on, if there is one. One that never reaches the
+    /// relay (rmcp drops a progress message that comes before the initialize
+    /// result) is forgotten [`UNREAD_FOR`] after it was read, so it cannot hold
+    /// later calls up for longer.
+    fn unread_until(&self, server: &str) -> Option<std::time::Instant> {
         let mut unread = self.unread_lock();
-        let Some(q) = unread.get_mut(server) else {
-            return false;
-        };
+        let q = unread.get_mut(server)?;
         while q.front().is_some_and(|at| at.elapsed() > UNREAD_FOR) {
             q.pop_front();
             tracing::warn!(%server, "a notification read from the upstream never reached the relay");
         }
-        !q.is_empty()
+        q.front().map(|at| *at + UNREAD_FOR)
     }
 
+    /// Wait (at most `limit`) until the notifications `server` sent before a
+    /// response are relayed. rmcp hands each notification to a task of its own
+    /// and the response to the waiting request right after, so without this a
+    /// response could overtake the progress and log messages of its own call
+    /// (which the client then drops, or which would be attributed once the call
+    /// is no longer in flight). The caller keeps its request in flight meanwhile.
     pub async fn settle(&self, server: &str, limit: std::time::Duration) {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let woken = self.relayed.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            if self.relaying().get(server).copied().unwrap_or(0) == 0 && !self.has_unread(server) {
+            // Unread first: a relay counts itself as relaying before it takes its
+            // notification off the unread queue, so no moment shows neither.
+            let unread = self.unread_until(server);
+            if unread.is_none() && self.relaying().get(server).copied().unwrap_or(0) == 0 {
                 return;
             }
-            if tokio::time::timeout_at(deadline, woken).await.is_err() {
+            let wake = unread
+                .map(tokio::time::Instant::from_std)
+                .map_or(deadline, |u| u.min(deadline));
+            if tokio::time::timeout_at(wake, woken).await.is_err() && wake == deadline {
                 tracing::warn!(%server, "notifications still being relayed; answering anyway");
                 return;
             }
