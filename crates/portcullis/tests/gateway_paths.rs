@@ -246,19 +246,28 @@ fn progress_and_log_notifications_are_inspected_before_they_are_relayed() {
         assert_nothing_of_the_attacker(driver, "notifications", &ns);
         let all = ns.to_string();
         for what in ["progress message", "log message"] {
-            let notice = format!("portcullis: this {what} was");
-            let at = all
-                .find(&notice)
-                .unwrap_or_else(|| panic!("{driver:?}: no {what} notice in {all}"));
-            let r = by_id(&records, &record_id_in(&all[at..]));
-            assert_eq!(r["channel"], "tool_result", "{r}");
-            assert_ne!(r["status"], "ALLOW", "{r}");
-            let p = paths(r);
             let field = if what == "log message" {
                 "$.data.text"
             } else {
                 "$.message"
             };
+            let notice = format!("portcullis: this {what} was");
+            let r = match all.find(&notice) {
+                Some(at) => by_id(&records, &record_id_in(&all[at..])),
+                // The TypeScript client drops a progress message that reaches it
+                // after its call's result; under load on two cores the relayed
+                // notice can (seen in fresh-clone CI runs). What must hold then:
+                // the message was inspected and held with a record naming its
+                // field, and nothing of it reached the client (checked above).
+                None if what == "progress message" && driver == Driver::TypeScript => records
+                    .iter()
+                    .find(|r| r["status"] != "ALLOW" && paths(r).iter().any(|p| p == field))
+                    .unwrap_or_else(|| panic!("{driver:?}: no held {what} record: {records:?}")),
+                None => panic!("{driver:?}: no {what} notice in {all}"),
+            };
+            assert_eq!(r["channel"], "tool_result", "{r}");
+            assert_ne!(r["status"], "ALLOW", "{r}");
+            let p = paths(r);
             assert!(p.iter().any(|p| p == field), "{driver:?} {what}: {p:?}");
         }
         // The call itself is unaffected.
