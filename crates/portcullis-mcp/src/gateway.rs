@@ -333,6 +333,7 @@ impl Gateway {
                 .await?;
         }
         let subject = request_subject(&request);
+        let sending = self.router.sending(up.name()).await;
         let handle = up
             .request(request, options(self.config.request_timeout(), meta))
             .await?;
@@ -342,6 +343,7 @@ impl Gateway {
             Some(handle.progress_token.clone()),
             client_progress_token(&ctx.meta),
         );
+        drop(sending);
         let (id, peer) = (handle.id.clone(), handle.peer.clone());
         tokio::select! {
             r = handle.await_response() => match r {

@@ -106,6 +106,10 @@ pub struct Router {
     /// Progress and log notifications each upstream's transport has read and the
     /// handler has not yet taken up, with when each was read (oldest first).
     unread: Mutex<HashMap<String, std::collections::VecDeque<std::time::Instant>>>,
+    /// Per upstream: written while a request is sent and its call registered
+    /// ([`Router::sending`]), read before a message of the upstream is attributed
+    /// to a call ([`Router::registered`]).
+    sending: Mutex<HashMap<String, Arc<tokio::sync::RwLock<()>>>>,
     next_session: AtomicU64,
     inspector: Arc<Inspector>,
     relist: tokio::sync::mpsc::UnboundedSender<(String, ListKind)>,
@@ -149,6 +153,7 @@ impl Router {
             relaying: Mutex::new(HashMap::new()),
             relayed: tokio::sync::Notify::new(),
             unread: Mutex::new(HashMap::new()),
+            sending: Mutex::new(HashMap::new()),
             next_session: AtomicU64::new(1),
             inspector,
             relist,
@@ -208,6 +213,31 @@ impl Router {
             session,
             token,
         }
+    }
+
+    fn sending_lock(&self, server: &str) -> Arc<tokio::sync::RwLock<()>> {
+        self.sending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(server.to_string())
+            .or_default()
+            .clone()
+    }
+
+    /// Hold this from before a request goes to `server` until its call is
+    /// registered ([`Router::begin`]). An upstream can answer a request before
+    /// the task that sent it runs again; its progress message would then find no
+    /// call to go to (it was dropped), and its log line or sampling request would
+    /// be attributed to whichever session was active before.
+    pub async fn sending(&self, server: &str) -> tokio::sync::OwnedRwLockWriteGuard<()> {
+        self.sending_lock(server).write_owned().await
+    }
+
+    /// Wait until every request sent to `server` so far is registered as a call:
+    /// whatever the upstream sends about a request comes after it was sent, so
+    /// from here its call can be found.
+    async fn registered(&self, server: &str) {
+        drop(self.sending_lock(server).read_owned().await);
     }
 
     fn session_for(&self, server: &str) -> Option<Peer<RoleServer>> {
@@ -277,6 +307,7 @@ impl Router {
         request: ServerRequest,
         ct: CancellationToken,
     ) -> Result<ClientResult, McpError> {
+        self.registered(server).await;
         let Some(peer) = self.session_for(server) else {
             return Err(McpError::internal_error(
                 "portcullis: no client session to relay this request to",
@@ -474,6 +505,9 @@ impl Router {
             }
         }
         let _relay = Relay(self, server.to_string());
+        if belongs_to_a_call(&notification) {
+            self.registered(server).await;
+        }
         match notification {
             ServerNotification::ProgressNotification(p) => {
                 let target = {
@@ -509,6 +543,8 @@ impl Router {
                             ProgressNotification::new(param),
                         ))
                         .await;
+                } else {
+                    tracing::debug!(%server, "progress for no call in flight; dropped");
                 }
             }
             ServerNotification::CancelledNotification(_) => {

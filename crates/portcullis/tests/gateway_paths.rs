@@ -252,18 +252,12 @@ fn progress_and_log_notifications_are_inspected_before_they_are_relayed() {
                 "$.message"
             };
             let notice = format!("portcullis: this {what} was");
+            // Under load an upstream can send its progress before the task that
+            // sent the call has registered it; the gateway then dropped the
+            // message (Router::sending closes that). Each notice must arrive.
             let r = match all.find(&notice) {
                 Some(at) => by_id(&records, &record_id_in(&all[at..])),
-                // The TypeScript client drops a progress message that reaches it
-                // after its call's result; under load on two cores the relayed
-                // notice can (seen in fresh-clone CI runs). What must hold then:
-                // the message was inspected and held with a record naming its
-                // field, and nothing of it reached the client (checked above).
-                None if what == "progress message" && driver == Driver::TypeScript => records
-                    .iter()
-                    .find(|r| r["status"] != "ALLOW" && paths(r).iter().any(|p| p == field))
-                    .unwrap_or_else(|| panic!("{driver:?}: no held {what} record: {records:?}")),
-                None => panic!("{driver:?}: no {what} notice in {all}"),
+                None => panic!("{driver:?}: no {what} notice in {all}\n{}", out.json),
             };
             assert_eq!(r["channel"], "tool_result", "{r}");
             assert_ne!(r["status"], "ALLOW", "{r}");
