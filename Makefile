@@ -3,11 +3,13 @@
 CARGO ?= cargo
 BIN := target/release/portcullis
 
-.PHONY: demo test lint unit bench setup build fuzz fuzz-setup model
+.PHONY: demo test lint unit bench setup setup-demo build build-demo fuzz fuzz-setup model
 
-## Set up (toolchain, interop pieces), build, scan the demo inputs, then run the
+## Check the toolchain, build what the demo runs, scan the demo inputs, then run the
 ## gateway in front of a benign and an attack server and show what the client gets.
-demo: setup build
+## The demo's binary leaves out the heavy optional stages (embedding, LLM review; the
+## balanced preset uses neither): `make build` builds the full one.
+demo: setup-demo build-demo
 	@echo
 	@echo "== portcullis scan --input demo/demo.jsonl --config demo/portcullis.toml --format pretty =="
 	@$(BIN) scan --input demo/demo.jsonl --config demo/portcullis.toml --format pretty --exit-zero
@@ -19,8 +21,14 @@ demo: setup build
 setup:
 	@scripts/setup.sh
 
+setup-demo:
+	@scripts/setup.sh --demo
+
 build:
 	$(CARGO) build --release --locked -p portcullis -p portcullis-testkit
+
+build-demo:
+	$(CARGO) build --release --locked -p portcullis -p portcullis-testkit --no-default-features
 
 ## Everything CI checks: formatting, lints, all tests (set-up first: the gateway's
 ## interop tests need the npm and PyPI pieces of scripts/setup-interop.sh).
@@ -32,6 +40,8 @@ lint:
 
 unit:
 	$(CARGO) test --workspace --locked
+	@echo "== the light binary of make demo (no embedding, no LLM review)"
+	$(CARGO) test --locked -p portcullis --no-default-features --test features --test cli
 
 ## criterion benchmarks of normalize+rules (not part of `make test`).
 bench:

@@ -99,7 +99,8 @@ impl ReviewStage {
     pub fn new(_: &Config) -> Result<ReviewStage, DetectError> {
         Err(DetectError::Model(
             "the review stage is enabled but this binary was built without the `review` \
-             feature of portcullis-detect; rebuild with it or set review.enabled = false"
+             feature; build the full binary (`cargo build --release --locked -p portcullis`, \
+             or `make build`) or set review.enabled = false"
                 .into(),
         ))
     }

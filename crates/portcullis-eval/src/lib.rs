@@ -14,5 +14,6 @@ pub mod render;
 pub mod review;
 pub mod run;
 pub mod train;
+#[cfg(feature = "embedding")]
 pub mod train_embedding;
 pub mod transform;

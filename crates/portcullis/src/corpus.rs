@@ -6,6 +6,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use portcullis_core::{Channel, Config};
 use portcullis_detect::lexical::TrainParams;
+#[cfg(feature = "embedding")]
 use portcullis_embed::HeadParams;
 use portcullis_eval::corpus::{self, Label, Record, Split};
 use portcullis_eval::{calibrate, run, train};
@@ -207,6 +208,7 @@ pub fn train_lexical(args: TrainArgs) -> Result<()> {
     Ok(())
 }
 
+#[cfg(feature = "embedding")]
 #[derive(Args)]
 pub struct TrainEmbeddingArgs {
     #[arg(long, default_value = "corpus/corpus.jsonl")]
@@ -238,6 +240,7 @@ pub struct TrainEmbeddingArgs {
     pub l2: f64,
 }
 
+#[cfg(feature = "embedding")]
 pub fn train_embedding(args: TrainEmbeddingArgs) -> Result<()> {
     let (records, sha) = load_built(&args.corpus)?;
     let backend = portcullis_embed::Backend::from_config(args.backend, &args.onnxruntime);

@@ -45,7 +45,15 @@ enum Command {
     /// Train the lexical model on the train split (Platt-calibrated on dev).
     TrainLexical(corpus::TrainArgs),
     /// Train the embedding stage's head on the train split (Platt-calibrated on dev).
+    #[cfg(feature = "embedding")]
     TrainEmbedding(corpus::TrainEmbeddingArgs),
+    /// Train the embedding stage's head (not in this binary: it was built without
+    /// the `embedding` feature).
+    #[cfg(not(feature = "embedding"))]
+    TrainEmbedding {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<String>,
+    },
     /// Choose thresholds on the dev split for target FPR and referral rate; write a config.
     Calibrate(corpus::CalibrateArgs),
     /// Evaluate ablations of the detector on a labelled corpus; `eval report` recomputes
@@ -170,7 +178,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Scan(args) => scan::run(args),
         Command::Corpus(CorpusCommand::Build(a)) => corpus::build(a).map(|_| ExitCode::SUCCESS),
         Command::TrainLexical(a) => corpus::train_lexical(a).map(|_| ExitCode::SUCCESS),
+        #[cfg(feature = "embedding")]
         Command::TrainEmbedding(a) => corpus::train_embedding(a).map(|_| ExitCode::SUCCESS),
+        #[cfg(not(feature = "embedding"))]
+        Command::TrainEmbedding { .. } => anyhow::bail!(
+            "this portcullis was built without the `embedding` feature; \
+             build the full binary (`cargo build --release --locked -p portcullis`, or `make build`)"
+        ),
         Command::Calibrate(a) => corpus::calibrate(a).map(|_| ExitCode::SUCCESS),
         Command::Eval(a) => eval::run(a),
         Command::Proxy(a) => proxy::run(a),

@@ -14,8 +14,8 @@ mod embedding {
     ) -> Result<Box<dyn super::Stage>, crate::DetectError> {
         Err(crate::DetectError::Model(
             "the embedding stage is enabled but this binary was built without the \
-             `embedding` feature of portcullis-detect; rebuild with it or set \
-             embedding.enabled = false"
+             `embedding` feature; build the full binary (`cargo build --release --locked \
+             -p portcullis`, or `make build`) or set embedding.enabled = false"
                 .into(),
         ))
     }
