@@ -1,6 +1,23 @@
 //! Platt scaling: the probability `sigmoid(a*z + b)` of a learned stage's margin
-//! `z`, fitted on held-out `(margin, label)` pairs. One fit for every learned stage
-//! (the lexical model, the embedding head).
+//! `z`, fitted on held-out `(margin, label)` pairs. One fit, one scaling and one
+//! sigmoid for every learned stage (the lexical model, the embedding head).
+
+use serde::{Deserialize, Serialize};
+
+/// Platt scaling `p = sigmoid(a*z + b)` of a margin `z`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Platt {
+    pub a: f64,
+    pub b: f64,
+}
+
+impl Platt {
+    /// The probability of margin `z`.
+    pub fn probability(&self, z: f64) -> f64 {
+        sigmoid(self.a * z + self.b)
+    }
+}
 
 /// Fit Platt scaling `p = sigmoid(a*z + b)` on held-out margins (Newton's method on
 /// the log-loss, with Platt's smoothed targets); `None` when a class is missing.
@@ -73,6 +90,12 @@ pub fn fit_platt(margins: &[(f64, bool)]) -> Option<(f64, f64)> {
     Some((a, b))
 }
 
-fn sigmoid(z: f64) -> f64 {
-    1.0 / (1.0 + (-z).exp())
+/// The logistic function, without overflow for margins of either sign.
+pub fn sigmoid(z: f64) -> f64 {
+    if z >= 0.0 {
+        1.0 / (1.0 + (-z).exp())
+    } else {
+        let e = z.exp();
+        e / (1.0 + e)
+    }
 }

@@ -74,12 +74,7 @@ struct ModelFile {
     weights: String,
 }
 
-/// Platt scaling `p = sigmoid(a*z + b)` of a margin `z`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Platt {
-    pub a: f64,
-    pub b: f64,
-}
+pub use portcullis_core::platt::Platt;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct LexicalModel {
@@ -171,10 +166,7 @@ pub fn features(views: &[&str], dim_bits: u32) -> Vec<(u32, f64)> {
 }
 
 pub use portcullis_core::platt::fit_platt;
-
-fn sigmoid(z: f64) -> f64 {
-    1.0 / (1.0 + (-z).exp())
-}
+use portcullis_core::platt::sigmoid;
 
 /// Windows of a long text on char boundaries.
 pub fn chunks(text: &str) -> Vec<&str> {
@@ -282,7 +274,7 @@ impl LexicalModel {
     pub fn probability_on(&self, views: &[&str], channel: &str) -> f64 {
         let z = self.window_margin(views);
         match self.channel_platt.get(channel) {
-            Some(p) => sigmoid(p.a * z + p.b),
+            Some(p) => p.probability(z),
             None => sigmoid(self.platt_a * z + self.platt_b),
         }
     }

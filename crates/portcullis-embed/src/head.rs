@@ -44,13 +44,8 @@ pub struct HeadProvenance {
     pub calibration_records: usize,
 }
 
-/// `p = sigmoid(a * margin + b)`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Platt {
-    pub a: f64,
-    pub b: f64,
-}
+use portcullis_core::platt::sigmoid;
+pub use portcullis_core::platt::Platt;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -64,15 +59,6 @@ pub struct Head {
     pub platt: Platt,
     pub bias: f64,
     pub weights: Vec<f64>,
-}
-
-fn sigmoid(z: f64) -> f64 {
-    if z >= 0.0 {
-        1.0 / (1.0 + (-z).exp())
-    } else {
-        let e = z.exp();
-        e / (1.0 + e)
-    }
 }
 
 impl Head {
@@ -141,7 +127,7 @@ impl Head {
 
     /// Calibrated probability that the embedded text is malicious.
     pub fn probability(&self, x: &[f32]) -> f64 {
-        sigmoid(self.platt.a * self.margin(x) + self.platt.b)
+        self.platt.probability(self.margin(x))
     }
 
     /// Platt scaling (`portcullis_core::platt::fit_platt`) on `(margin, label)` pairs
