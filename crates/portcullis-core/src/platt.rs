@@ -90,12 +90,26 @@ pub fn fit_platt(margins: &[(f64, bool)]) -> Option<(f64, f64)> {
     Some((a, b))
 }
 
-/// The logistic function, without overflow for margins of either sign.
+/// The logistic function. In f64 it needs no guard: for a margin far below zero
+/// `exp(-z)` is infinite and the result 0, far above it is 1, never NaN. The
+/// committed lexical model was trained with exactly this form (its
+/// reproducibility test compares the weights bit for bit), so it must not change.
 pub fn sigmoid(z: f64) -> f64 {
-    if z >= 0.0 {
-        1.0 / (1.0 + (-z).exp())
-    } else {
-        let e = z.exp();
-        e / (1.0 + e)
+    1.0 / (1.0 + (-z).exp())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sigmoid_saturates_without_nan_and_platt_applies_it() {
+        assert_eq!(sigmoid(-1e308), 0.0);
+        assert_eq!(sigmoid(-800.0), 0.0);
+        assert_eq!(sigmoid(800.0), 1.0);
+        assert_eq!(sigmoid(0.0), 0.5);
+        let p = Platt { a: 2.0, b: -1.0 };
+        assert_eq!(p.probability(0.5), 0.5);
+        assert!(p.probability(3.0) > 0.99);
     }
 }
