@@ -3,6 +3,7 @@
 //! entry so that it can be rewritten in place.
 
 use crate::jsonc::{self, Kind, Node, SyntaxError};
+use portcullis_core::jsonpath::key_segment;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -235,25 +236,11 @@ fn server_lists(root: &Node) -> Vec<(String, &Node)> {
     if let Some(projects) = root.get("projects") {
         for p in projects.members() {
             if let Some(n) = p.value.get("mcpServers") {
-                out.push((format!("$.projects{}.mcpServers", segment(&p.key)), n));
+                out.push((format!("$.projects{}.mcpServers", key_segment(&p.key)), n));
             }
         }
     }
     out
-}
-
-/// A path segment for an object key: `.key` or `["key"]`.
-pub fn segment(key: &str) -> String {
-    let plain = key
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if plain {
-        format!(".{key}")
-    } else {
-        format!("[{}]", Value::String(key.to_string()))
-    }
 }
 
 fn line_of(text: &str, pos: usize) -> usize {
@@ -271,7 +258,7 @@ fn collect(text: &str, location: &str, list: &Node, out: &mut Vec<ServerEntry>) 
                 out.push(entry(
                     text,
                     m.key.clone(),
-                    format!("{location}{}", segment(&m.key)),
+                    format!("{location}{}", key_segment(&m.key)),
                     &m.value,
                 ));
             }

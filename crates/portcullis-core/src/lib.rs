@@ -11,6 +11,7 @@ mod error;
 mod floors;
 mod item;
 pub mod json;
+pub mod jsonpath;
 pub mod platt;
 mod record;
 mod review;

@@ -349,19 +349,7 @@ fn binary_key(m: &serde_json::Map<String, Value>) -> Option<&'static str> {
     None
 }
 
-/// Append `.key` or `["key"]` to a JSON path.
-pub fn child_path(parent: &str, key: &str) -> String {
-    let simple = !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
-        && !key.starts_with(|c: char| c.is_ascii_digit());
-    if simple {
-        format!("{parent}.{key}")
-    } else {
-        format!("{parent}[{}]", serde_json::Value::String(key.to_string()))
-    }
-}
+pub use portcullis_core::jsonpath::child_path;
 
 struct Walker<'a> {
     server: Option<&'a str>,

@@ -7,7 +7,7 @@
 //! tool's own name or description is its stated purpose and not flagged (a
 //! `set_api_key` tool may ask for an API key).
 
-use crate::pins::key_segment;
+use portcullis_core::jsonpath::key_segment;
 use serde_json::Value;
 
 /// One flagged parameter.

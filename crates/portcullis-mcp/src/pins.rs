@@ -3,6 +3,7 @@
 //! field-by-field diff by JSON path, and the similarity used to tell a rename from
 //! a new definition.
 
+use portcullis_core::jsonpath::key_segment;
 use portcullis_core::sha256_hex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -26,20 +27,6 @@ pub struct Change {
     pub path: String,
     pub before: Option<Value>,
     pub after: Option<Value>,
-}
-
-/// A path segment for an object key, in the form `extract` writes.
-pub fn key_segment(key: &str) -> String {
-    let plain = key
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if plain {
-        format!(".{key}")
-    } else {
-        format!("[{}]", Value::String(key.to_string()))
-    }
 }
 
 /// Field-by-field differences between two definitions, by JSON path, in path order.
@@ -167,6 +154,31 @@ mod tests {
         assert_eq!(d[1].before, Some(json!(6)));
         assert_eq!(d[1].after, Some(json!(12)));
         assert_eq!(d[2].after, None);
+    }
+
+    #[test]
+    fn a_diff_names_a_field_by_the_path_its_inspected_item_has() {
+        // A key with `$`: the pin diff wrote `["$comment"]` where the extractor
+        // (and so every record) wrote `.$comment`. A leading digit is quoted.
+        let before = json!({"name": "t", "inputSchema": {"$comment": "old", "properties": {"2fa": {"description": "old"}}}});
+        let after = json!({"name": "t", "inputSchema": {"$comment": "new", "properties": {"2fa": {"description": "new"}}}});
+        let changed: Vec<String> = diff(&before, &after).into_iter().map(|c| c.path).collect();
+        let items: Vec<String> = portcullis_detect::extract::tool_items(&after, None)
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|i| i.path.unwrap_or_default())
+            .collect();
+        assert_eq!(
+            changed,
+            [
+                "$.inputSchema.$comment",
+                "$.inputSchema.properties[\"2fa\"].description"
+            ]
+        );
+        for path in &changed {
+            assert!(items.contains(path), "{path} not among {items:?}");
+        }
     }
 
     #[test]

@@ -353,7 +353,11 @@ fn walk(v: &Value, path: String, out: &mut Vec<(String, String)>) {
         }
         Value::Object(m) => {
             for (k, x) in portcullis_core::sorted_entries(m) {
-                walk(x, format!("{path}{}", crate::pins::key_segment(k)), out);
+                walk(
+                    x,
+                    format!("{path}{}", portcullis_core::jsonpath::key_segment(k)),
+                    out,
+                );
             }
         }
         _ => {}

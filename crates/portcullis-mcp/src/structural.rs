@@ -786,7 +786,7 @@ impl Structural {
                         if s == "[]" {
                             format!("{p}[*]")
                         } else {
-                            format!("{p}{}", pins::key_segment(s))
+                            format!("{p}{}", portcullis_core::jsonpath::key_segment(s))
                         }
                     });
                     findings.push(finding(

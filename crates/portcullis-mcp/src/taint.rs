@@ -863,7 +863,11 @@ pub(crate) fn collect(v: &Value, path: String, out: &mut Vec<(String, String)>) 
         }
         Value::Object(m) => {
             for (k, x) in portcullis_core::sorted_entries(m) {
-                collect(x, format!("{path}{}", crate::pins::key_segment(k)), out);
+                collect(
+                    x,
+                    format!("{path}{}", portcullis_core::jsonpath::key_segment(k)),
+                    out,
+                );
             }
         }
         _ => {}
