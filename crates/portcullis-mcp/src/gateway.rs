@@ -333,9 +333,8 @@ impl Gateway {
                 .await?;
         }
         let subject = request_subject(&request);
-        let sending = self.router.sending(up.name()).await;
-        let handle = up
-            .request(request, options(self.config.request_timeout(), meta))
+        let (handle, sending) = up
+            .send(request, options(self.config.request_timeout(), meta))
             .await?;
         let _inflight = self.router.begin(
             session,

@@ -231,15 +231,36 @@ impl Upstream {
         request: ClientRequest,
         options: PeerRequestOptions,
     ) -> Result<rmcp::service::RequestHandle<RoleClient>, McpError> {
+        self.send(request, options).await.map(|(handle, _)| handle)
+    }
+
+    /// Send one request for a call: the guard ([`Router::sending`]) keeps what the
+    /// upstream sends about it from being attributed until the caller has
+    /// registered the call and dropped the guard. Taken once the connection is
+    /// up, so a restart does not hold the upstream's notifications meanwhile.
+    pub async fn send(
+        &self,
+        request: ClientRequest,
+        options: PeerRequestOptions,
+    ) -> Result<
+        (
+            rmcp::service::RequestHandle<RoleClient>,
+            tokio::sync::OwnedRwLockWriteGuard<()>,
+        ),
+        McpError,
+    > {
         let peer = self
             .peer()
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        peer.send_request_with_option(request, options)
+        let sending = self.router.sending(&self.config.name).await;
+        let handle = peer
+            .send_request_with_option(request, options)
             .await
             .map_err(|e| {
                 McpError::internal_error(format!("server {:?}: {e}", self.config.name), None)
-            })
+            })?;
+        Ok((handle, sending))
     }
 
     /// Stop the connection (kills a stdio child).

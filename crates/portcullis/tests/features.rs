@@ -57,21 +57,30 @@ fn the_demo_configuration_needs_no_optional_stage() {
     assert!(!out.stdout.is_empty());
 }
 
-#[cfg(not(feature = "embedding"))]
-#[test]
-fn without_the_embedding_feature_a_config_that_enables_it_is_refused() {
-    let out = scan_with(&embedding_config());
+/// A scan under `config` is refused at start-up, naming `feature` and how to get it.
+#[cfg(not(all(feature = "embedding", feature = "review")))]
+fn assert_refused(config: &str, feature: &str) {
+    let out = scan_with(config);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         out.stdout.is_empty(),
         "nothing is scanned without the stage"
     );
     let e = stderr(&out);
-    assert!(e.contains("without the `embedding` feature"), "{e}");
+    assert!(
+        e.contains(&format!("without the `{feature}` feature")),
+        "{e}"
+    );
     assert!(
         e.contains("cargo build --release"),
         "says how to get it: {e}"
     );
+}
+
+#[cfg(not(feature = "embedding"))]
+#[test]
+fn without_the_embedding_feature_a_config_that_enables_it_is_refused() {
+    assert_refused(&embedding_config(), "embedding");
 }
 
 #[cfg(feature = "embedding")]
@@ -90,18 +99,7 @@ fn with_the_embedding_feature_the_stage_runs() {
 #[cfg(not(feature = "review"))]
 #[test]
 fn without_the_review_feature_a_config_that_enables_it_is_refused() {
-    let out = scan_with(&review_config());
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        out.stdout.is_empty(),
-        "nothing is scanned without the stage"
-    );
-    let e = stderr(&out);
-    assert!(e.contains("without the `review` feature"), "{e}");
-    assert!(
-        e.contains("cargo build --release"),
-        "says how to get it: {e}"
-    );
+    assert_refused(&review_config(), "review");
 }
 
 #[cfg(feature = "review")]
