@@ -53,7 +53,7 @@ bench:
 ## CI replays the committed corpora instead (crates/portcullis-fuzz/tests/replay.rs).
 FUZZ_SECONDS ?= 60
 fuzz: fuzz-setup
-	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh $(FUZZ_TARGETS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) scripts/fuzz.sh $(FUZZ_TARGETS)
 
 fuzz-setup:
 	@scripts/setup-fuzz.sh

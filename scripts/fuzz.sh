@@ -2,7 +2,9 @@
 # Build the libFuzzer binary on the stable toolchain and run every fuzz target
 # for a bounded time, one after the other, then print one table. See docs/fuzzing.md.
 #
-#   scripts/fuzz.sh [TARGET...]           FUZZ_SECONDS per target (default 60)
+#   scripts/fuzz.sh [TARGET...]           FUZZ_SECONDS per target (default 60);
+#                                         FUZZ_RUNS=N also stops a target after N
+#                                         executions (whichever comes first)
 #   scripts/fuzz.sh --seed [TARGET...]    merge fuzz/seeds/<t> (scripts/fuzz-seeds.py)
 #                                         into the corpora, no fuzzing
 #
@@ -14,6 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECONDS_PER=${FUZZ_SECONDS:-60}
+RUNS=()
+if [[ -n ${FUZZ_RUNS:-} ]]; then RUNS=(-runs="$FUZZ_RUNS"); fi
 TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 FUZZ_TARGET_DIR=${FUZZ_TARGET_DIR:-$ROOT/fuzz/target}
 BIN=$FUZZ_TARGET_DIR/$TRIPLE/release/portcullis-fuzz
@@ -60,7 +64,7 @@ for t in $TARGETS; do
   start=$(date +%s.%N)
   set +e
   PORTCULLIS_FUZZ_TARGET=$t nice -n 19 "$BIN" "fuzz/corpus/$t" \
-    -max_total_time="$SECONDS_PER" -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -max_total_time="$SECONDS_PER" "${RUNS[@]}" -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="fuzz/artifacts/$t/" >"$log" 2>&1
   rc=$?
   set -e
