@@ -270,9 +270,29 @@ pub fn wrap_text(
     let mut edits = Vec::new();
     let mut changes = Vec::new();
     let mut entries = Vec::new();
-    for s in &cfg.servers {
+    // Of entries under one key a client reads the last. Walking backwards, that
+    // one comes first: if it cannot be wrapped, wrapping an earlier one would
+    // report the server as wrapped while the client runs it without the gateway.
+    let mut read: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut read_and_skipped: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for s in cfg.servers.iter().rev() {
         let name = s.name.clone();
+        let read_by_clients = read.insert(s.location.as_str());
+        if !read_by_clients && read_and_skipped.contains(s.location.as_str()) {
+            changes.push(Change::Skipped {
+                name,
+                why: "a later entry under the same key is the one clients read, and it \
+                      cannot be wrapped"
+                    .into(),
+            });
+            continue;
+        }
+        if read_by_clients {
+            // Marked now; taken back below if this entry is or gets wrapped.
+            read_and_skipped.insert(s.location.as_str());
+        }
         if s.wrapped().is_some() {
+            read_and_skipped.remove(s.location.as_str());
             changes.push(Change::Unchanged { name });
             continue;
         }
@@ -312,6 +332,7 @@ pub fn wrap_text(
                 continue;
             }
         };
+        read_and_skipped.remove(s.location.as_str());
         edits.push((s.span.clone(), wrapped.clone()));
         entries.push(ManifestEntry {
             name: name.clone(),
@@ -322,6 +343,10 @@ pub fn wrap_text(
         });
         changes.push(Change::Wrapped { name });
     }
+    // Back in file order: the report, and the manifest (unwrap restores entries
+    // that share a key in this order).
+    changes.reverse();
+    entries.reverse();
     (apply_edits(&cfg.text, edits), changes, entries)
 }
 
@@ -605,6 +630,40 @@ mod tests {
         );
         assert_eq!(after.servers[0].raw["x-team-owner"], "data-platform");
         assert_eq!(unwrap_text(&after, &entries).0, text);
+    }
+
+    /// Found by the clientconfig fuzz target (fuzz/crashes/clientconfig/
+    /// crash-c6281994…): under a key written twice, the first entry was wrapped
+    /// and the last, the one clients read, skipped; the report said both
+    /// "wrapped" and "skipped" while the server ran without the gateway.
+    #[test]
+    fn a_key_whose_last_entry_cannot_be_wrapped_is_not_wrapped_at_all() {
+        let text = "{\"mcpServers\": {\n  \"docs\": {\"command\": \"npx\", \"args\": [\"docs\"]},\n  \"docs\": {\"serverUrl\": \"https://docs.example/mcp\", \"env\": \"npx\"},\n  \"notes\": {\"command\": \"notes\"}\n}}\n";
+        let c = cfg(text);
+        let (out, changes, entries) = wrap_text(&c, "/bin/portcullis", &mut no_remote());
+        let names: Vec<String> = changes
+            .iter()
+            .map(|c| match c {
+                Change::Wrapped { name } => format!("wrapped {name}"),
+                Change::Skipped { name, why } => format!("skipped {name}: {why}"),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert!(
+            names[0].starts_with("skipped docs: a later entry"),
+            "{names:?}"
+        );
+        assert!(names[1].starts_with("skipped docs: `env`"), "{names:?}");
+        assert_eq!(names[2], "wrapped notes");
+        assert_eq!(entries.len(), 1);
+        let after = cfg(&out);
+        assert!(after.servers[0].wrapped().is_none() && after.servers[1].wrapped().is_none());
+        assert!(after.servers[2].wrapped().is_some());
+        // A key whose last entry can be wrapped: every entry under it is.
+        let text = "{\"mcpServers\": {\n  \"docs\": {\"command\": \"a\"},\n  \"docs\": {\"command\": \"b\"}\n}}\n";
+        let (out, _, entries) = wrap_text(&cfg(text), "/bin/portcullis", &mut no_remote());
+        assert_eq!(entries.len(), 2);
+        assert_eq!(unwrap_text(&cfg(&out), &entries).0, text);
     }
 
     /// Found by the clientconfig fuzz target (fuzz/crashes/clientconfig/): a
