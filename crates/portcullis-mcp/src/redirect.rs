@@ -33,6 +33,7 @@
 //! counts. A long result that names another tool in an ordinary sentence is
 //! left to the detector.
 
+use portcullis_core::jsonpath::key_segment;
 use portcullis_core::Span;
 use serde_json::Value;
 
@@ -353,11 +354,7 @@ fn walk(v: &Value, path: String, out: &mut Vec<(String, String)>) {
         }
         Value::Object(m) => {
             for (k, x) in portcullis_core::sorted_entries(m) {
-                walk(
-                    x,
-                    format!("{path}{}", portcullis_core::jsonpath::key_segment(k)),
-                    out,
-                );
+                walk(x, format!("{path}{}", key_segment(k)), out);
             }
         }
         _ => {}

@@ -216,12 +216,13 @@ impl Router {
     }
 
     fn sending_lock(&self, server: &str) -> Arc<tokio::sync::RwLock<()>> {
-        self.sending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(server.to_string())
-            .or_default()
-            .clone()
+        let mut locks = self.sending.lock().unwrap_or_else(|p| p.into_inner());
+        // Looked up on every call and relayed notification: no key allocated
+        // once the upstream has its lock.
+        match locks.get(server) {
+            Some(l) => l.clone(),
+            None => locks.entry(server.to_string()).or_default().clone(),
+        }
     }
 
     /// Hold this from before a request goes to `server` until its call is
@@ -229,7 +230,7 @@ impl Router {
     /// the task that sent it runs again; its progress message would then find no
     /// call to go to (it was dropped), and its log line or sampling request would
     /// be attributed to whichever session was active before.
-    pub async fn sending(&self, server: &str) -> tokio::sync::OwnedRwLockWriteGuard<()> {
+    pub(crate) async fn sending(&self, server: &str) -> tokio::sync::OwnedRwLockWriteGuard<()> {
         self.sending_lock(server).write_owned().await
     }
 

@@ -12,6 +12,7 @@ use crate::operands::DefinitionValues;
 use crate::pins;
 use crate::store::{self, NewItem, QueueItem, Store, StoreError};
 use crate::taint::{Label, TaintStore};
+use portcullis_core::jsonpath::key_segment;
 use portcullis_core::{
     Action, Channel, DecisionRecord, Finding, Severity, Span, StageOutput, Status,
 };
@@ -786,7 +787,7 @@ impl Structural {
                         if s == "[]" {
                             format!("{p}[*]")
                         } else {
-                            format!("{p}{}", portcullis_core::jsonpath::key_segment(s))
+                            format!("{p}{}", key_segment(s))
                         }
                     });
                     findings.push(finding(

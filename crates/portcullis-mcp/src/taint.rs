@@ -26,6 +26,7 @@
 
 use crate::config::{TaintConfig, ToolClass};
 use base64::Engine;
+use portcullis_core::jsonpath::key_segment;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -863,11 +864,7 @@ pub(crate) fn collect(v: &Value, path: String, out: &mut Vec<(String, String)>) 
         }
         Value::Object(m) => {
             for (k, x) in portcullis_core::sorted_entries(m) {
-                collect(
-                    x,
-                    format!("{path}{}", portcullis_core::jsonpath::key_segment(k)),
-                    out,
-                );
+                collect(x, format!("{path}{}", key_segment(k)), out);
             }
         }
         _ => {}
