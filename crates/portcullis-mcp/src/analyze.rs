@@ -15,17 +15,22 @@
 //!   that used the same store; the store is then updated.
 //!
 //! Structural findings become one decision record per definition (stage
-//! `structural`, the same stage score the gateway's structural records carry):
-//! REVIEW when a finding's severity reaches `review_at`, else ALLOW with the
-//! findings listed.
+//! `structural`, the same stage score the gateway's structural records carry).
+//! Names, parameters and preference manipulation come from
+//! [`crate::metadata::check`], the function the gateway calls, under the same
+//! policies ([`AnalyzeOptions::gateway`]), so a definition gets the findings and
+//! the decision the gateway would give it (approvals aside); a changed or renamed
+//! pin is REVIEW.
 
-use crate::config::{NamesConfig, RedirectionConfig};
+use crate::config::{GatewayConfig, NamesConfig, ParamAction, ParamsConfig, RedirectionConfig};
 use crate::inspect::STAGE_STRUCTURAL;
+use crate::metadata::{self, DefinitionKind, MetadataFindings, MetadataPolicy, Neighbour};
+use crate::names::Relation;
 use crate::pins;
 use crate::store::{Store, StoreError};
 use crate::structural::{change_findings, finding, pin_kind};
 use portcullis_core::{
-    sha256_hex, Action, Channel, DecisionRecord, Finding, Item, Severity, Span, StageOutput, Status,
+    sha256_hex, Channel, DecisionRecord, Finding, Item, Severity, Span, StageOutput, Status,
 };
 use portcullis_detect::{extract, Detector, RecordMeta};
 use serde::{Deserialize, Serialize};
@@ -144,6 +149,15 @@ impl DefKind {
             DefKind::Tool => Channel::ToolDefinition,
             DefKind::Prompt => Channel::Prompt,
             DefKind::Resource | DefKind::ResourceTemplate => Channel::Resource,
+        }
+    }
+
+    /// The metadata controls' kind, for the kinds they check.
+    fn metadata(self) -> Option<DefinitionKind> {
+        match self {
+            DefKind::Tool => Some(DefinitionKind::Tool),
+            DefKind::Prompt => Some(DefinitionKind::Prompt),
+            _ => None,
         }
     }
 
@@ -272,24 +286,38 @@ impl Analysis {
 pub struct AnalyzeOptions {
     /// Run the text pipeline (`scan` has its own records already).
     pub detector: bool,
+    /// The metadata controls' policies, as in a gateway configuration
+    /// ([`AnalyzeOptions::gateway`]): the same findings and the same decision
+    /// the gateway reaches on a definition ([`crate::metadata`]).
     pub names: NamesConfig,
-    pub params: bool,
+    pub params: ParamsConfig,
     pub redirection: RedirectionConfig,
-    /// Structural findings at or above this severity make a definition REVIEW.
-    pub review_at: Severity,
     /// A new name at least this similar to a pinned, no longer listed definition
     /// is a rename.
     pub rename_similarity: f64,
 }
 
+impl AnalyzeOptions {
+    /// The policies of a gateway configuration.
+    pub fn gateway(config: &GatewayConfig) -> Self {
+        AnalyzeOptions {
+            detector: true,
+            names: config.names.clone(),
+            params: config.params.clone(),
+            redirection: config.redirection.clone(),
+            rename_similarity: config.pins.rename_similarity,
+        }
+    }
+}
+
 impl Default for AnalyzeOptions {
     fn default() -> Self {
+        // A gateway configuration's defaults.
         AnalyzeOptions {
             detector: true,
             names: NamesConfig::default(),
-            params: true,
+            params: ParamsConfig::default(),
             redirection: RedirectionConfig::default(),
-            review_at: Severity::High,
             rename_similarity: crate::config::PinsConfig::default().rename_similarity,
         }
     }
@@ -376,32 +404,39 @@ pub fn analyze(
                 .map(|d| d.name.clone())
                 .collect();
             let record = if opts.detector {
-                Some(inspect(detector, &server.name, def, meta()))
+                // The detector judges what the gateway would show the model:
+                // over-privileged parameters stripped under `params.action = "strip"`.
+                let stripped = (def.kind == DefKind::Tool
+                    && opts.params.enabled
+                    && opts.params.action == ParamAction::Strip)
+                    .then(|| {
+                        let mut v = def.value.clone();
+                        crate::params::strip(&mut v, &crate::params::find(def.value));
+                        v
+                    });
+                let shown = Def {
+                    kind: def.kind,
+                    name: def.name.clone(),
+                    value: stripped.as_ref().unwrap_or(def.value),
+                };
+                Some(inspect(detector, &server.name, &shown, meta()))
             } else {
                 None
             };
-            let mut findings = Vec::new();
-            let mut reasons = Vec::new();
-            if def.kind == DefKind::Tool {
-                tool_structure(snapshot, si, def, opts, &mut findings, &mut reasons);
-            }
-            if matches!(def.kind, DefKind::Tool | DefKind::Prompt) && opts.redirection.enabled {
-                for h in crate::redirect::preference(def.value) {
-                    let mut f = finding(
-                        "pm.self_promotion",
-                        "preference_manipulation",
-                        opts.redirection.preference_manipulation,
-                        &h.path,
-                        format!("{:?}", h.phrase.trim()),
-                    );
-                    f.span = h.span;
-                    findings.push(f);
-                    reasons.push(format!(
-                        "redirection: preference manipulation ({:?})",
-                        h.phrase.trim()
-                    ));
-                }
-            }
+            let mut checked = match def.kind.metadata() {
+                Some(kind) => metadata::check(
+                    kind,
+                    &def.name,
+                    def.value,
+                    neighbours(snapshot, si, def),
+                    MetadataPolicy {
+                        names: &opts.names,
+                        params: &opts.params,
+                        redirection: &opts.redirection,
+                    },
+                ),
+                None => MetadataFindings::default(),
+            };
             let pin = match (store, def.kind.pin_kind()) {
                 (Some(st), Some(pk)) => Some(check_pin(
                     st,
@@ -417,14 +452,18 @@ pub fn analyze(
             if let Some(p) = &pin {
                 match p.state {
                     PinState::Changed => {
-                        findings.extend(change_findings("pin.changed", &p.changes));
-                        reasons.push(format!(
+                        checked
+                            .findings
+                            .extend(change_findings("pin.changed", &p.changes));
+                        checked.hold = true;
+                        checked.reasons.push(format!(
                             "pins: the definition changed since the last audit ({} field(s))",
                             p.changes.len()
                         ));
                     }
                     PinState::Renamed => {
-                        findings.push(finding(
+                        checked.hold = true;
+                        checked.findings.push(finding(
                             "pin.renamed",
                             "pin",
                             Severity::High,
@@ -435,7 +474,7 @@ pub fn analyze(
                                 def.name
                             ),
                         ));
-                        reasons.push(format!(
+                        checked.reasons.push(format!(
                             "pins: a rename of {:?} (definition near-identical)",
                             p.previous_name.as_deref().unwrap_or("?")
                         ));
@@ -443,9 +482,8 @@ pub fn analyze(
                     PinState::New | PinState::Unchanged => {}
                 }
             }
-            let structural = (!findings.is_empty()).then(|| {
-                structural_record(detector, &server.name, def, findings, reasons, opts, meta())
-            });
+            let structural = (!checked.is_empty())
+                .then(|| structural_record(detector, &server.name, def, checked, meta()));
             let status = record
                 .iter()
                 .chain(structural.iter())
@@ -519,118 +557,51 @@ fn listing(detector: &Detector, server: &str, def: &Def<'_>, meta: RecordMeta) -
         .record
 }
 
-/// Names across servers, over-privileged parameters.
-fn tool_structure(
-    snapshot: &Snapshot,
+/// The tools of every listed server that `def`'s name is compared with, each
+/// with where its server stands relative to `def`'s (an earlier server keeps a
+/// contested name).
+fn neighbours<'a>(
+    snapshot: &'a Snapshot,
     si: usize,
-    def: &Def<'_>,
-    opts: &AnalyzeOptions,
-    findings: &mut Vec<Finding>,
-    reasons: &mut Vec<String>,
-) {
-    let server = &snapshot.servers[si].name;
-    if opts.names.enabled {
-        let description = def
-            .value
-            .get("description")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let before = findings.len();
-        use crate::names::Relation;
-        let others = snapshot
-            .servers
-            .iter()
-            .enumerate()
-            .filter(|(_, other)| other.error.is_none())
-            .flat_map(|(sj, other)| {
-                let relation = match sj.cmp(&si) {
-                    std::cmp::Ordering::Less => Relation::EarlierServer,
-                    std::cmp::Ordering::Greater => Relation::LaterServer,
-                    std::cmp::Ordering::Equal => Relation::SameServer,
-                };
-                other
-                    .tools
-                    .iter()
-                    .filter_map(|o| o.get("name").and_then(Value::as_str))
-                    .filter(move |n| relation != Relation::SameServer || *n != def.name)
-                    .map(move |n| (other.name.as_str(), n, relation))
-            });
-        for h in crate::names::check(&def.name, description, others, opts.names.max_edit_distance) {
-            let mut f = if h.rule == "names.shadowing" {
-                finding(
-                    h.rule,
-                    "shadowing",
-                    Severity::High,
-                    "$.description",
-                    format!("names {}/{:?}", h.other_server, h.other_name),
-                )
-            } else {
-                finding(
-                    h.rule,
-                    "name_collision",
-                    Severity::Medium,
-                    "$.name",
-                    format!("{:?} vs {}/{:?}", def.name, h.other_server, h.other_name),
-                )
+    def: &'a Def<'_>,
+) -> impl Iterator<Item = Neighbour<'a>> {
+    snapshot
+        .servers
+        .iter()
+        .enumerate()
+        .filter(|(_, other)| other.error.is_none())
+        .flat_map(move |(sj, other)| {
+            let relation = match sj.cmp(&si) {
+                std::cmp::Ordering::Less => Relation::EarlierServer,
+                std::cmp::Ordering::Greater => Relation::LaterServer,
+                std::cmp::Ordering::Equal => Relation::SameServer,
             };
-            if let Some((start, end)) = h.span {
-                f.span = Span { start, end };
-            }
-            findings.push(f);
-        }
-        if findings.len() > before {
-            reasons.push(format!(
-                "names: {} finding(s) against other tools (server {server:?})",
-                findings.len() - before
-            ));
-        }
-    }
-    if opts.params {
-        let ops = crate::params::find(def.value);
-        for o in &ops {
-            findings.push(finding(
-                &format!("op.{}", o.category),
-                "over_privileged_parameter",
-                Severity::High,
-                &o.path,
-                format!("asks for {} ({:?})", o.category.replace('_', " "), o.term),
-            ));
-        }
-        if !ops.is_empty() {
-            reasons.push(format!(
-                "params: over-privileged parameter(s) {}",
-                ops.iter()
-                    .map(|o| o.path.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-    }
+            other
+                .tools
+                .iter()
+                .filter_map(|o| o.get("name").and_then(Value::as_str))
+                .filter(move |n| relation != Relation::SameServer || *n != def.name)
+                .map(move |name| Neighbour {
+                    server: other.name.as_str(),
+                    name,
+                    relation,
+                })
+        })
 }
 
 fn structural_record(
     detector: &Detector,
     server: &str,
     def: &Def<'_>,
-    findings: Vec<Finding>,
-    mut reasons: Vec<String>,
-    opts: &AnalyzeOptions,
+    checked: MetadataFindings,
     meta: RecordMeta,
 ) -> DecisionRecord {
     let config = detector.config();
+    let (status, action) = checked.decision();
+    let MetadataFindings {
+        findings, reasons, ..
+    } = checked;
     let score = portcullis_detect::policy::stage_score(&findings, &config.severity_weights);
-    let review = findings
-        .iter()
-        .any(|f| !f.allowlisted && f.severity >= opts.review_at);
-    let (status, action) = if review {
-        reasons.push(format!(
-            "structural: a finding at or above severity {} holds the definition for review",
-            opts.review_at.as_str()
-        ));
-        (Status::Review, Action::Hold)
-    } else {
-        (Status::Allow, Action::Pass)
-    };
     let canonical = pins::canonical(def.value);
     DecisionRecord {
         id: meta.id,
@@ -898,6 +869,19 @@ fn score_finding(server: &str, def: &Def<'_>, r: &DecisionRecord) -> Option<Audi
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_default_options_are_a_gateway_configurations_defaults() {
+        let cfg: GatewayConfig = toml::from_str(
+            "[audit]\nlog = \"a.jsonl\"\n[[server]]\nname = \"a\"\ncommand = \"a\"\n",
+        )
+        .unwrap();
+        let (d, g) = (AnalyzeOptions::default(), AnalyzeOptions::gateway(&cfg));
+        assert_eq!(
+            (d.names, d.params, d.redirection, d.rename_similarity),
+            (g.names, g.params, g.redirection, g.rename_similarity)
+        );
+    }
 
     #[test]
     fn paths_resolve_to_field_texts() {

@@ -13,6 +13,7 @@
 use crate::audit::AuditLog;
 use crate::config::GatewayConfig;
 use crate::inspect::{Inspector, Outcome};
+use crate::metadata::DefinitionKind;
 use crate::router::{client_progress_token, withheld_error, ListKind, Router};
 use crate::structural::{pin_kind, Structural, Verdict};
 use crate::upstream::{options, Upstream, UpstreamError};
@@ -612,8 +613,18 @@ impl Gateway {
             if kind == ListKind::Tools {
                 // Calls are checked against what the server lists now.
                 self.tables().defs.insert((upstream, ident.clone()), live);
+            }
+            let metadata = match kind {
+                ListKind::Tools => Some(DefinitionKind::Tool),
+                ListKind::Prompts => Some(DefinitionKind::Prompt),
+                ListKind::Resources => None,
+            };
+            if let Some(metadata) = metadata {
                 if verdict.passes() && decided.forward {
-                    let others = self.other_tools(upstream, &ident, &listed);
+                    let others = match metadata {
+                        DefinitionKind::Tool => self.other_tools(upstream, &ident, &listed),
+                        DefinitionKind::Prompt => Vec::new(),
+                    };
                     let context = sha256_hex(
                         format!(
                             "{key}\n{}",
@@ -628,7 +639,16 @@ impl Gateway {
                     let log = self.tables().recorded.insert(context, ());
                     let d = self
                         .structural
-                        .tool_metadata(&self.inspector, &server, &ident, &raw, shown, &others, log)
+                        .definition_metadata(
+                            &self.inspector,
+                            metadata,
+                            &server,
+                            &ident,
+                            &raw,
+                            shown,
+                            &others,
+                            log,
+                        )
                         .await
                         .map_err(internal)?;
                     shown = d.shown;

@@ -13,7 +13,9 @@
 //!   use, rug-pull detection), [`names`] (names across servers), [`params`]
 //!   (over-privileged parameters), [`taint`] (taint and egress), [`operands`]
 //!   (values of one tool's definition passed to another tool), [`redirect`]
-//!   (preference manipulation, tool transfer), [`store`] (pins, review queue,
+//!   (preference manipulation, tool transfer), [`metadata`] (the findings of one
+//!   listed definition under the gateway's policies, for gateway and `audit`
+//!   alike), [`store`] (pins, review queue,
 //!   allowlist in SQLite, and [`launch`]es: how each server was started).
 //! - [`analyze`] — every analyzer over a snapshot of listings, offline (`audit`,
 //!   `scan --structural`); [`probe`] lists one server for `audit`.
@@ -24,6 +26,7 @@ pub mod config;
 pub mod gateway;
 pub mod inspect;
 pub mod launch;
+pub mod metadata;
 pub mod names;
 pub mod operands;
 pub mod params;

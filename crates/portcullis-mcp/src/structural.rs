@@ -3,11 +3,10 @@
 //! themselves are in [`crate::pins`], [`crate::names`], [`crate::params`],
 //! [`crate::taint`] and [`crate::redirect`]; the state is in [`crate::store`].
 
-use crate::config::{
-    FirstSight, FlowAction, GatewayConfig, NameAction, OnChange, ParamAction, ToolClass,
-};
+use crate::config::{FirstSight, FlowAction, GatewayConfig, OnChange, ParamAction, ToolClass};
 use crate::inspect::{gateway_record, InputDigest, InspectError, Inspector, RecordHeader};
 use crate::launch::{Launch, LaunchChange};
+use crate::metadata::{DefinitionKind, MetadataFindings, MetadataPolicy, Neighbour};
 use crate::operands::DefinitionValues;
 use crate::pins;
 use crate::store::{self, NewItem, QueueItem, Store, StoreError};
@@ -328,7 +327,7 @@ impl Drop for TaintWriter {
     }
 }
 
-/// What the metadata controls decided about one tool definition.
+/// What the metadata controls decided about one tool or prompt definition.
 #[derive(Debug, Clone)]
 pub struct ToolDecision {
     pub verdict: Verdict,
@@ -521,12 +520,15 @@ impl Structural {
     }
 
     /// Names, over-privileged parameters and preference manipulation on one
-    /// (pinned) tool definition. `log` says whether to write the record (once per
-    /// distinct definition and context; the gateway remembers which).
+    /// (pinned) tool or prompt definition ([`crate::metadata::check`], the
+    /// function `audit` uses too), then approvals, the review queue and the
+    /// record. `log` says whether to write the record (once per distinct
+    /// definition and context; the gateway remembers which).
     #[allow(clippy::too_many_arguments)]
-    pub async fn tool_metadata(
+    pub async fn definition_metadata(
         &self,
         inspector: &Inspector,
+        kind: DefinitionKind,
         server: &str,
         name: &str,
         raw: &Value,
@@ -535,124 +537,33 @@ impl Structural {
         log: bool,
     ) -> Result<ToolDecision, StructuralError> {
         let mut shown = shown;
-        let mut findings = Vec::new();
-        let mut reasons = Vec::new();
-        let mut hold = false;
-        let mut hide = false;
-        let names = &self.config.names;
-        if names.enabled {
-            let description = raw.get("description").and_then(Value::as_str).unwrap_or("");
-            let hits = crate::names::check(
-                name,
-                description,
-                others
-                    .iter()
-                    .map(|o| (o.server.as_str(), o.name.as_str(), o.relation)),
-                names.max_edit_distance,
-            );
-            for h in &hits {
-                let (category, severity, path, policy) = if h.rule == "names.shadowing" {
-                    (
-                        "shadowing",
-                        Severity::High,
-                        "$.description",
-                        names.shadowing,
-                    )
-                } else if h.is_lookalike() {
-                    (
-                        "name_collision",
-                        Severity::Medium,
-                        "$.name",
-                        names.lookalike,
-                    )
-                } else {
-                    ("name_collision", Severity::Medium, "$.name", names.action)
-                };
-                let excerpt = if h.rule == "names.shadowing" {
-                    format!("names {}/{:?}", h.other_server, h.other_name)
-                } else {
-                    format!("{name:?} vs {}/{:?}", h.other_server, h.other_name)
-                };
-                let mut f = finding(h.rule, category, severity, path, excerpt);
-                if let Some((start, end)) = h.span {
-                    f.span = portcullis_core::Span { start, end };
-                }
-                findings.push(f);
-                match policy {
-                    NameAction::Namespace => {}
-                    NameAction::Hide => hide = true,
-                    NameAction::Hold => hold = true,
-                }
-            }
-            if !hits.is_empty() {
-                reasons.push(format!(
-                    "names: {} finding(s) against other tools; policy {:?} (collisions), {:?} (look-alikes), {:?} (shadowing)",
-                    hits.len(),
-                    names.action,
-                    names.lookalike,
-                    names.shadowing
-                ));
-            }
-        }
-        let mut action = Action::Pass;
-        if self.config.params.enabled {
-            let ops = crate::params::find(raw);
-            for o in &ops {
-                findings.push(finding(
-                    &format!("op.{}", o.category),
-                    "over_privileged_parameter",
-                    Severity::High,
-                    &o.path,
-                    format!("asks for {} ({:?})", o.category.replace('_', " "), o.term),
-                ));
-            }
-            if !ops.is_empty() && self.config.params.action == ParamAction::Strip {
-                // Usually already stripped before inspection; idempotent.
-                crate::params::strip(&mut shown, &ops);
-                action = Action::Sanitize;
-                reasons.push(format!(
-                    "params: removed over-privileged parameter(s) {} from the schema shown to the model",
-                    ops.iter().map(|o| o.path.as_str()).collect::<Vec<_>>().join(", ")
-                ));
-            } else if !ops.is_empty() {
-                reasons.push(format!(
-                    "params: {} over-privileged parameter(s); policy {:?}",
-                    ops.len(),
-                    self.config.params.action
-                ));
-            }
-        }
-        let red = &self.config.redirection;
-        if red.enabled {
-            for h in crate::redirect::preference(raw) {
-                let mut f = finding(
-                    "pm.self_promotion",
-                    "preference_manipulation",
-                    red.preference_manipulation,
-                    &h.path,
-                    format!("{:?}", h.phrase.trim()),
-                );
-                f.span = h.span;
-                findings.push(f);
-                if red.preference_manipulation >= red.hold_at {
-                    hold = true;
-                }
-                reasons.push(format!(
-                    "redirection: preference manipulation ({:?}), severity {}",
-                    h.phrase.trim(),
-                    red.preference_manipulation.as_str()
-                ));
-            }
-        }
-        if findings.is_empty() {
+        let checked = crate::metadata::check(
+            kind,
+            name,
+            raw,
+            others.iter().map(|o| Neighbour {
+                server: &o.server,
+                name: &o.name,
+                relation: o.relation,
+            }),
+            MetadataPolicy {
+                names: &self.config.names,
+                params: &self.config.params,
+                redirection: &self.config.redirection,
+            },
+        );
+        if checked.is_empty() {
             return Ok(ToolDecision {
                 verdict: Verdict::Pass,
                 shown,
                 hidden: false,
             });
         }
+        // Usually already stripped before inspection; idempotent.
+        crate::params::strip(&mut shown, &checked.strip);
+        let mut checked = checked;
         let fp = pins::hash(raw);
-        if hold {
+        if checked.hold {
             let approved = self
                 .store
                 .latest(store::kind::METADATA, server, name, &fp)?
@@ -661,20 +572,18 @@ impl Structural {
                     .store
                     .remembered("allow", store::kind::METADATA, server, name, &fp)?;
             if approved {
-                hold = false;
-                reasons.push("approved at review".into());
+                checked.hold = false;
+                checked.reasons.push("approved at review".into());
             }
         }
-        let (status, act) = if hold {
-            (Status::Review, Action::Hold)
-        } else if hide {
-            (Status::Block, Action::Deny)
-        } else {
-            (Status::Allow, action)
-        };
-        if hide && !hold {
-            reasons.push("names: hidden from the client (names.action = hide)".into());
-        }
+        let (status, act) = checked.decision();
+        let MetadataFindings {
+            findings,
+            reasons,
+            hold,
+            hide,
+            ..
+        } = checked;
         if hold {
             if let Some(existing) = self
                 .store
@@ -710,7 +619,7 @@ impl Structural {
         }
         let record = inspector
             .structural(
-                Channel::ToolDefinition,
+                kind.channel(),
                 server,
                 Some(name),
                 raw,

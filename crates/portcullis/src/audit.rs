@@ -74,7 +74,13 @@ pub struct AuditArgs {
     /// Also audit entries marked `disabled`.
     #[arg(long)]
     pub include_disabled: bool,
-    /// Detector configuration (as `scan --config`). Default: the balanced preset.
+    /// A gateway configuration (`proxy --config`): decide as that gateway would,
+    /// under its `[names]`, `[params]`, `[redirection]` and `[pins]` policies and
+    /// its `detector` (unless `--detector` is given). Default: a gateway's defaults.
+    #[arg(long, value_name = "GATEWAY.toml")]
+    pub gateway_config: Option<PathBuf>,
+    /// Detector configuration (as `scan --config`). Default: the gateway
+    /// configuration's, else the balanced preset.
     #[arg(long, value_name = "FILE")]
     pub detector: Option<PathBuf>,
     /// Preset when no detector configuration is given.
@@ -263,9 +269,15 @@ fn dedupe(targets: Vec<Target>) -> Vec<Target> {
     out
 }
 
-fn load_detector(args: &AuditArgs) -> Result<portcullis_detect::Detector> {
+fn load_detector(
+    args: &AuditArgs,
+    gateway: Option<&GatewayConfig>,
+) -> Result<portcullis_detect::Detector> {
     DetectorArgs {
-        config: args.detector.clone(),
+        config: args
+            .detector
+            .clone()
+            .or_else(|| gateway.and_then(|g| g.detector.clone())),
         preset: args.preset,
         rules: args.rules.clone(),
         lexical: false,
@@ -294,7 +306,14 @@ fn config_paths(args: &AuditArgs) -> Result<Vec<PathBuf>> {
 }
 
 pub fn run(args: AuditArgs) -> Result<ExitCode> {
-    let detector = load_detector(&args)?;
+    let gateway = match &args.gateway_config {
+        Some(p) => Some(
+            GatewayConfig::load(p)
+                .with_context(|| format!("reading the gateway configuration {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let detector = load_detector(&args, gateway.as_ref())?;
     let mut notes = Vec::new();
     let (snapshot, origins) = if !args.offline.is_empty() {
         offline(&args.offline)?
@@ -326,7 +345,10 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
     let analysis = analyze::analyze(
         &detector,
         &snapshot,
-        &AnalyzeOptions::default(),
+        &gateway
+            .as_ref()
+            .map(AnalyzeOptions::gateway)
+            .unwrap_or_default(),
         store.as_ref(),
     )
     .context("analyzing the listings")?;

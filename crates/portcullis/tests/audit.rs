@@ -128,9 +128,15 @@ fn an_offline_audit_reports_every_analyzer_as_table_json_and_valid_sarif() {
     assert!(results
         .iter()
         .all(|r| r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "snap.json"));
+    // Levels follow the gateway's decision: it strips an over-privileged
+    // parameter from the schema it shows (ALLOW, sanitized: a note) and holds a
+    // look-alike of an earlier server's tool (REVIEW: a warning).
     assert!(results
         .iter()
-        .any(|r| r["ruleId"] == "op.model_identity" && r["level"] == "warning"));
+        .any(|r| r["ruleId"] == "op.model_identity" && r["level"] == "note"));
+    assert!(results
+        .iter()
+        .any(|r| r["ruleId"] == "names.separator" && r["level"] == "warning"));
     assert_eq!(
         sarif["runs"][0]["invocations"][0]["executionSuccessful"],
         true
@@ -307,7 +313,9 @@ fn scan_structural_runs_the_same_analysis_on_a_list_of_tools() {
         .expect("a structural record for article_metadata");
     assert_eq!(op["stages"][0]["name"], "structural");
     assert_eq!(op["stages"][0]["findings"][0]["rule"], "op.model_identity");
-    assert_eq!(op["status"], "REVIEW");
+    // What a gateway with the same policies does: strip the parameter.
+    assert_eq!(op["status"], "ALLOW");
+    assert_eq!(op["action"], "sanitize");
     let positions: Vec<u64> = records
         .iter()
         .map(|r| r["position"].as_u64().unwrap())
@@ -714,14 +722,22 @@ fn an_audit_of_the_reference_servers_and_the_attack_server_finds_the_planted_pro
             .unwrap()["status"]
             .clone()
     };
-    for name in [
-        "instructions",
-        "weather_lookup",
-        "file_search",
-        "article_metadata",
-    ] {
+    for name in ["instructions", "weather_lookup", "file_search"] {
         assert_ne!(status(name), "ALLOW", "{name}");
     }
+    // As the gateway would: its over-privileged parameters are stripped from the
+    // schema shown (ALLOW, sanitized), not held.
+    let article = entries
+        .iter()
+        .find(|e| e["server"] == "attack" && e["name"] == "article_metadata")
+        .unwrap();
+    let structural = article["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["stages"][0]["name"] == "structural")
+        .expect("a structural record");
+    assert_eq!(structural["action"], "sanitize", "{structural:#}");
     // The attack server's benign tools stay clean.
     for name in ["add", "payload"] {
         assert_eq!(status(name), "ALLOW", "{name}");
