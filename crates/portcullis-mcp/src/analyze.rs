@@ -29,6 +29,7 @@ use crate::names::Relation;
 use crate::pins;
 use crate::store::{Store, StoreError};
 use crate::structural::{change_findings, finding, pin_kind};
+use portcullis_core::jsonpath;
 use portcullis_core::{
     sha256_hex, Channel, DecisionRecord, Finding, Item, Severity, Span, StageOutput, Status,
 };
@@ -689,73 +690,16 @@ fn check_pin(
     Ok(result)
 }
 
-/// One segment of a JSON path.
-#[derive(Debug, PartialEq)]
-enum Seg {
-    Key(String),
-    Index(usize),
-}
-
-/// Parse `$.a[0]["b c"].d` (the paths `extract` and `pins` write).
-fn parse_path(path: &str) -> Option<Vec<Seg>> {
-    let mut rest = path.strip_prefix('$')?;
-    let mut out = Vec::new();
-    while !rest.is_empty() {
-        if let Some(r) = rest.strip_prefix('.') {
-            let end = r.find(['.', '[']).unwrap_or(r.len());
-            out.push(Seg::Key(r[..end].to_string()));
-            rest = &r[end..];
-        } else if let Some(r) = rest.strip_prefix("[\"") {
-            // A JSON string up to the first unescaped quote.
-            let mut escaped = false;
-            let mut end = None;
-            for (i, c) in r.char_indices() {
-                match c {
-                    '\\' if !escaped => escaped = true,
-                    '"' if !escaped => {
-                        end = Some(i);
-                        break;
-                    }
-                    _ => escaped = false,
-                }
-            }
-            let end = end?;
-            let key: String = serde_json::from_str(&format!("\"{}\"", &r[..end])).ok()?;
-            out.push(Seg::Key(key));
-            rest = r[end + 1..].strip_prefix(']')?;
-        } else if let Some(r) = rest.strip_prefix('[') {
-            let end = r.find(']')?;
-            out.push(Seg::Index(r[..end].parse().ok()?));
-            rest = &r[end + 1..];
-        } else {
-            return None;
-        }
-    }
-    Some(out)
-}
-
 /// The text of the field a finding's path names: a string value, or (path
 /// ending in `~`) the property name itself.
 pub fn field_text(def: &Value, path: &str) -> Option<String> {
-    let (path, key) = match path.strip_suffix('~') {
-        Some(p) => (p, true),
-        None => (path, false),
-    };
-    let segs = parse_path(path)?;
-    if key {
-        return match segs.last()? {
-            Seg::Key(k) => Some(k.clone()),
-            Seg::Index(_) => None,
-        };
+    match path.strip_suffix('~') {
+        Some(p) => match jsonpath::parse(p)?.pop()? {
+            jsonpath::Segment::Key(k) => Some(k),
+            jsonpath::Segment::Index(_) => None,
+        },
+        None => jsonpath::resolve(def, path)?.as_str().map(str::to_string),
     }
-    let mut cur = def;
-    for s in &segs {
-        cur = match s {
-            Seg::Key(k) => cur.get(k.as_str())?,
-            Seg::Index(i) => cur.get(*i)?,
-        };
-    }
-    cur.as_str().map(str::to_string)
 }
 
 /// `…before«span»after…`, on character boundaries, newlines shown as `⏎`.

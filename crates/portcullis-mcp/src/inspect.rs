@@ -7,6 +7,7 @@
 
 use crate::audit::AuditLog;
 use crate::config::{FailMode, MetadataReview};
+use portcullis_core::jsonpath::resolve_mut;
 use portcullis_core::{
     Action, Channel, DecisionRecord, Finding, Span, StageOutput, Status, Thresholds,
 };
@@ -839,35 +840,6 @@ fn sentences(text: &str) -> Vec<(usize, usize)> {
         out.push((start, text.len()));
     }
     out
-}
-
-/// Resolve a JSON path of the form `extract` writes (`$`, `.key`, `["key"]`, `[3]`)
-/// to the value it names.
-pub fn resolve_mut<'a>(root: &'a mut Value, path: &str) -> Option<&'a mut Value> {
-    let mut rest = path.strip_prefix('$')?;
-    let mut cur = root;
-    while !rest.is_empty() {
-        if let Some(r) = rest.strip_prefix('.') {
-            let end = r.find(['.', '[']).unwrap_or(r.len());
-            cur = cur.as_object_mut()?.get_mut(&r[..end])?;
-            rest = &r[end..];
-        } else if rest.starts_with("[\"") {
-            // A JSON string literal up to its closing quote.
-            let mut de = serde_json::Deserializer::from_str(&rest[1..]).into_iter::<String>();
-            let key = de.next()?.ok()?;
-            let used = de.byte_offset();
-            rest = rest[1 + used..].strip_prefix(']')?;
-            cur = cur.as_object_mut()?.get_mut(&key)?;
-        } else if let Some(r) = rest.strip_prefix('[') {
-            let end = r.find(']')?;
-            let i: usize = r[..end].parse().ok()?;
-            cur = cur.as_array_mut()?.get_mut(i)?;
-            rest = &r[end + 1..];
-        } else {
-            return None;
-        }
-    }
-    Some(cur)
 }
 
 /// Items a message would be inspected as (for tests and `scan`).

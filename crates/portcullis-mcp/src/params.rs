@@ -289,7 +289,7 @@ pub fn strip(tool: &mut Value, flagged: &[OverPrivileged]) -> Vec<String> {
                 None => continue,
             }
         };
-        let Some(node) = crate::inspect::resolve_mut(tool, parent) else {
+        let Some(node) = portcullis_core::jsonpath::resolve_mut(tool, parent) else {
             continue;
         };
         let Some(obj) = node.as_object_mut() else {
