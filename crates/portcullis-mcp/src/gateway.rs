@@ -13,10 +13,11 @@
 use crate::audit::AuditLog;
 use crate::config::GatewayConfig;
 use crate::inspect::{Inspector, Outcome};
-use crate::metadata::DefinitionKind;
 use crate::router::{client_progress_token, withheld_error, ListKind, Router};
-use crate::structural::{pin_kind, Structural, Verdict};
+use crate::structural::{Structural, Verdict};
 use crate::upstream::{options, Upstream, UpstreamError};
+use portcullis_controls::metadata::DefinitionKind;
+use portcullis_controls::pins;
 use portcullis_core::{sha256_hex, Channel};
 use portcullis_detect::Detector;
 use rmcp::model::{
@@ -43,7 +44,7 @@ pub enum GatewayError {
     #[error(transparent)]
     Inspect(#[from] crate::inspect::InspectError),
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] portcullis_controls::store::StoreError),
     #[error(transparent)]
     Structural(#[from] crate::structural::StructuralError),
 }
@@ -566,9 +567,9 @@ impl Gateway {
             .map(|e| entry_ident(kind, templates, e))
             .collect();
         let pin = match (kind, templates) {
-            (ListKind::Tools, _) => Some(pin_kind::TOOL),
-            (ListKind::Prompts, _) => Some(pin_kind::PROMPT),
-            (ListKind::Resources, true) => Some(pin_kind::RESOURCE_TEMPLATE),
+            (ListKind::Tools, _) => Some(pins::kind::TOOL),
+            (ListKind::Prompts, _) => Some(pins::kind::PROMPT),
+            (ListKind::Resources, true) => Some(pins::kind::RESOURCE_TEMPLATE),
             (ListKind::Resources, false) => None,
         };
         for entry in entries {
@@ -759,8 +760,8 @@ impl Gateway {
                     && self.config.params.enabled
                     && self.config.params.action == crate::config::ParamAction::Strip
                 {
-                    let ops = crate::params::find(&entry);
-                    crate::params::strip(&mut entry, &ops);
+                    let ops = portcullis_controls::params::find(&entry);
+                    portcullis_controls::params::strip(&mut entry, &ops);
                 }
                 let out: Outcome = match kind {
                     ListKind::Tools => self.inspector.tool(&server, &mut entry).await,
@@ -815,7 +816,7 @@ impl Gateway {
         name: &str,
         listed: &[String],
     ) -> Vec<crate::structural::OtherTool> {
-        use crate::names::Relation;
+        use portcullis_controls::names::Relation;
         let me = self.upstreams[upstream].name();
         let t = self.tables();
         let mut out: Vec<_> = t
@@ -889,11 +890,11 @@ impl Gateway {
                 _ => None,
             };
             if let (Some(s), Verdict::Held { why, .. }) = (&status, &mut v) {
-                if s == crate::store::DENIED && !why.starts_with("denied at review") {
+                if s == portcullis_controls::store::DENIED && !why.starts_with("denied at review") {
                     *why = format!("denied at review: {why}");
                 }
             }
-            if status.as_deref() == Some(crate::store::APPROVED) {
+            if status.as_deref() == Some(portcullis_controls::store::APPROVED) {
                 self.tables().held.remove(&(channel, key.to_string()));
             } else {
                 let (record, queue) = match &v {
@@ -1483,7 +1484,7 @@ async fn merged_info(
                         inspector,
                         Channel::ServerInstructions,
                         up.name(),
-                        pin_kind::INSTRUCTIONS,
+                        pins::kind::INSTRUCTIONS,
                         "",
                         &Value::String(text.clone()),
                         &[String::new()],

@@ -9,35 +9,21 @@
 //! - [`inspect`] — from MCP messages to decision records; sanitizing metadata.
 //! - [`audit`] — the JSONL audit log with its SQLite index (group commit, fsync).
 //! - [`serve`] — the stdio and Streamable HTTP listeners.
-//! - [`structural`] — the structural controls (issue 7): [`pins`] (trust on first
-//!   use, rug-pull detection), [`names`] (names across servers), [`params`]
-//!   (over-privileged parameters), [`taint`] (taint and egress), [`operands`]
-//!   (values of one tool's definition passed to another tool), [`redirect`]
-//!   (preference manipulation, tool transfer), [`metadata`] (the findings of one
-//!   listed definition under the gateway's policies, for gateway and `audit`
-//!   alike), [`store`] (pins, review queue,
-//!   allowlist in SQLite, and [`launch`]es: how each server was started).
-//! - [`analyze`] — every analyzer over a snapshot of listings, offline (`audit`,
-//!   `scan --structural`); [`probe`] lists one server for `audit`.
+//! - [`structural`] — the gateway's use of the controls of `portcullis-controls`
+//!   (pins, names, parameters, taint, operands, redirects, the state store):
+//!   their verdicts on each listed definition, call and result, approvals, the
+//!   review queue, and the decision records.
+//! - [`probe`] — lists one server (stdio or Streamable HTTP) under a deadline,
+//!   for `audit`.
 
-pub mod analyze;
 pub mod audit;
 pub mod config;
 pub mod gateway;
 pub mod inspect;
-pub mod launch;
-pub mod metadata;
-pub mod names;
-pub mod operands;
-pub mod params;
-pub mod pins;
 pub mod probe;
-pub mod redirect;
 pub mod router;
 pub mod serve;
-pub mod store;
 pub mod structural;
-pub mod taint;
 pub mod upstream;
 
 /// The newest protocol revision the gateway speaks, on both sides. Revisions from

@@ -4,8 +4,8 @@
 //! hangs costs its timeout and nothing more. Nothing is called or read: only the
 //! listings, which is what a client shows the model before any call.
 
-use crate::analyze::ServerSnapshot;
 use crate::config::ServerConfig;
+use portcullis_controls::analyze::ServerSnapshot;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;

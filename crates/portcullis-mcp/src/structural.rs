@@ -1,20 +1,19 @@
 //! The structural controls as the gateway uses them: pin checks on every listed
 //! definition, review-queue filing and the decision records of both. The analyzers
-//! themselves are in [`crate::pins`], [`crate::names`], [`crate::params`],
-//! [`crate::taint`] and [`crate::redirect`]; the state is in [`crate::store`].
+//! themselves are in [`portcullis_controls::pins`], [`portcullis_controls::names`], [`portcullis_controls::params`],
+//! [`portcullis_controls::taint`] and [`portcullis_controls::redirect`]; the state is in [`portcullis_controls::store`].
 
 use crate::config::{FirstSight, FlowAction, GatewayConfig, OnChange, ParamAction, ToolClass};
 use crate::inspect::{gateway_record, InputDigest, InspectError, Inspector, RecordHeader};
-use crate::launch::{Launch, LaunchChange};
-use crate::metadata::{DefinitionKind, MetadataFindings, MetadataPolicy, Neighbour};
-use crate::operands::DefinitionValues;
-use crate::pins;
-use crate::store::{self, NewItem, QueueItem, Store, StoreError};
-use crate::taint::{Label, TaintStore};
+use portcullis_controls::finding::{change_findings, finding};
+use portcullis_controls::launch::{Launch, LaunchChange};
+use portcullis_controls::metadata::{DefinitionKind, MetadataFindings, MetadataPolicy, Neighbour};
+use portcullis_controls::operands::DefinitionValues;
+use portcullis_controls::pins;
+use portcullis_controls::store::{self, NewItem, QueueItem, Store, StoreError};
+use portcullis_controls::taint::{Label, TaintStore};
 use portcullis_core::jsonpath::key_segment;
-use portcullis_core::{
-    Action, Channel, DecisionRecord, Finding, Severity, Span, StageOutput, Status,
-};
+use portcullis_core::{Action, Channel, DecisionRecord, Finding, Severity, StageOutput, Status};
 use portcullis_detect::RecordMeta;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -62,14 +61,6 @@ impl Verdict {
             },
         }
     }
-}
-
-/// Pin kinds.
-pub mod pin_kind {
-    pub const TOOL: &str = "tool";
-    pub const PROMPT: &str = "prompt";
-    pub const RESOURCE_TEMPLATE: &str = "resource_template";
-    pub const INSTRUCTIONS: &str = "instructions";
 }
 
 /// Keys of the state store's `meta` table.
@@ -175,41 +166,6 @@ pub fn review_record(
     )
 }
 
-/// Cut a JSON value to a short excerpt for a finding.
-pub fn short(v: Option<&Value>) -> String {
-    let s = match v {
-        None => "(absent)".to_string(),
-        Some(Value::String(s)) => format!("{s:?}"),
-        Some(other) => other.to_string(),
-    };
-    if s.chars().count() > 56 {
-        let cut: String = s.chars().take(55).collect();
-        format!("{cut}…")
-    } else {
-        s
-    }
-}
-
-/// A structural finding on a JSON path.
-pub fn finding(
-    rule: &str,
-    category: &str,
-    severity: Severity,
-    path: &str,
-    excerpt: String,
-) -> Finding {
-    Finding {
-        rule: rule.into(),
-        category: category.into(),
-        severity,
-        view: "structure".into(),
-        span: Span { start: 0, end: 0 },
-        excerpt,
-        path: Some(path.to_string()),
-        allowlisted: false,
-    }
-}
-
 /// Pins, queue, taint, records.
 #[derive(Debug)]
 pub struct Structural {
@@ -258,7 +214,7 @@ impl TaintWriter {
             }
             if let Err(e) = store.put_taint(
                 group,
-                crate::taint::now_secs(),
+                portcullis_controls::taint::now_secs(),
                 config.taint.max_values,
                 taint_cutoff(&config),
             ) {
@@ -341,7 +297,7 @@ pub struct ToolDecision {
 #[derive(Debug, Clone)]
 pub struct OtherTool {
     pub server: String,
-    pub relation: crate::names::Relation,
+    pub relation: portcullis_controls::names::Relation,
     pub name: String,
 }
 
@@ -419,7 +375,7 @@ impl Structural {
         let mut launches = HashMap::new();
         let mut launch_changes = HashMap::new();
         for s in &config.servers {
-            let launch = Launch::of(s);
+            let launch = s.launch();
             let hash = launch.hash();
             if let Some((before_hash, before)) = store.record_launch(&s.name, &launch)? {
                 let change = LaunchChange {
@@ -451,7 +407,7 @@ impl Structural {
     }
 
     /// The definitions `server` just listed that the client was shown, `(tool,
-    /// definition)`: their values are what [`crate::operands`] matches calls against.
+    /// definition)`: their values are what [`portcullis_controls::operands`] matches calls against.
     pub fn listed_definitions<'a>(
         &self,
         server: &str,
@@ -520,7 +476,7 @@ impl Structural {
     }
 
     /// Names, over-privileged parameters and preference manipulation on one
-    /// (pinned) tool or prompt definition ([`crate::metadata::check`], the
+    /// (pinned) tool or prompt definition ([`portcullis_controls::metadata::check`], the
     /// function `audit` uses too), then approvals, the review queue and the
     /// record. `log` says whether to write the record (once per distinct
     /// definition and context; the gateway remembers which).
@@ -537,7 +493,7 @@ impl Structural {
         log: bool,
     ) -> Result<ToolDecision, StructuralError> {
         let mut shown = shown;
-        let checked = crate::metadata::check(
+        let checked = portcullis_controls::metadata::check(
             kind,
             name,
             raw,
@@ -560,7 +516,7 @@ impl Structural {
             });
         }
         // Usually already stripped before inspection; idempotent.
-        crate::params::strip(&mut shown, &checked.strip);
+        portcullis_controls::params::strip(&mut shown, &checked.strip);
         let mut checked = checked;
         let fp = pins::hash(raw);
         if checked.hold {
@@ -681,9 +637,9 @@ impl Structural {
         let mut action = FlowAction::Allow;
         if let (true, Some(def)) = (self.config.params.enabled, def) {
             if self.config.params.action != ParamAction::Flag {
-                for o in crate::params::find(def) {
+                for o in portcullis_controls::params::find(def) {
                     let Some(ap) = &o.arg_path else { continue };
-                    if !crate::params::filled(args, ap) {
+                    if !portcullis_controls::params::filled(args, ap) {
                         continue;
                     }
                     if self
@@ -723,7 +679,7 @@ impl Structural {
                 t.add_sent(args);
                 m
             };
-            let class = crate::taint::class_of(&self.config.taint, server, tool, def);
+            let class = portcullis_controls::taint::class_of(&self.config.taint, server, tool, def);
             let sink = class == ToolClass::Sink;
             for m in matches {
                 let cross = m.label.server != server;
@@ -891,7 +847,7 @@ impl Structural {
     ) -> Result<Verdict, StructuralError> {
         let red = &self.config.redirection;
         if red.enabled {
-            let hits = crate::redirect::transfer(shown, tool, args, known);
+            let hits = portcullis_controls::redirect::transfer(shown, tool, args, known);
             if !hits.is_empty() {
                 let fp = pins::hash(raw);
                 let hold = red.tool_transfer >= red.hold_at
@@ -1304,7 +1260,7 @@ impl Structural {
 /// configuration does with it (docs/structural.md, section 5).
 fn flow_rule(
     cfg: &crate::config::TaintConfig,
-    m: &crate::taint::Match,
+    m: &portcullis_controls::taint::Match,
     cross: bool,
     sink: bool,
 ) -> (&'static str, FlowAction) {
@@ -1325,34 +1281,14 @@ fn flow_rule(
 fn taint_cutoff(config: &GatewayConfig) -> u64 {
     match config.taint.ttl_secs {
         0 => 0,
-        ttl => crate::taint::now_secs().saturating_sub(ttl),
+        ttl => portcullis_controls::taint::now_secs().saturating_sub(ttl),
     }
-}
-
-/// One finding per changed field.
-pub fn change_findings(rule: &str, changes: &[pins::Change]) -> Vec<Finding> {
-    changes
-        .iter()
-        .map(|c| {
-            finding(
-                rule,
-                "pin",
-                Severity::High,
-                &c.path,
-                format!(
-                    "{} -> {}",
-                    short(c.before.as_ref()),
-                    short(c.after.as_ref())
-                ),
-            )
-        })
-        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::taint::{Label, Match};
+    use portcullis_controls::taint::{Label, Match};
 
     fn m(sensitive: bool, how: &'static str, reference: bool) -> Match {
         Match {

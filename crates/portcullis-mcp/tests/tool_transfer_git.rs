@@ -10,7 +10,7 @@
 //! The results are wrapped as mcp-server-git wraps them (`Repository status:\n…`,
 //! `Unstaged changes:\n…`, `Commit history:\n` + one block per commit).
 
-use portcullis_mcp::redirect::transfer;
+use portcullis_controls::redirect::transfer;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;

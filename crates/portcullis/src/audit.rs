@@ -8,10 +8,10 @@ use clap::{Args, ValueEnum};
 use portcullis_clientconfig::discover::{self, Dirs, Os};
 use portcullis_clientconfig::vars;
 use portcullis_clientconfig::{ClientConfig, Transport, Wrapped};
+use portcullis_controls::analyze::{self, ServerSnapshot, Snapshot};
+use portcullis_controls::store::Store;
 use portcullis_core::Status;
-use portcullis_mcp::analyze::{self, AnalyzeOptions, ServerSnapshot, Snapshot};
 use portcullis_mcp::config::{GatewayConfig, ServerConfig};
-use portcullis_mcp::store::Store;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -347,7 +347,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         &snapshot,
         &gateway
             .as_ref()
-            .map(AnalyzeOptions::gateway)
+            .map(GatewayConfig::analyze_options)
             .unwrap_or_default(),
         store.as_ref(),
     )

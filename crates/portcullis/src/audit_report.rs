@@ -1,8 +1,8 @@
 //! The reports of `portcullis audit`: a terminal table, JSON, and SARIF 2.1.0
 //! (validated against the schema in `schemas/sarif-schema-2.1.0.json` by the tests).
 
+use portcullis_controls::analyze::{Analysis, AuditFinding, PinState};
 use portcullis_core::{sha256_hex, Status};
-use portcullis_mcp::analyze::{Analysis, AuditFinding, PinState};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -209,8 +209,8 @@ pub fn table(r: &Report<'_>) -> String {
                 out.push_str(&format!(
                     "      {}: {} -> {}\n",
                     c.path,
-                    portcullis_mcp::structural::short(c.before.as_ref()),
-                    portcullis_mcp::structural::short(c.after.as_ref())
+                    portcullis_controls::finding::short(c.before.as_ref()),
+                    portcullis_controls::finding::short(c.after.as_ref())
                 ));
             }
         }

@@ -7,9 +7,9 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use portcullis_controls::store::{QueueItem, Store};
 use portcullis_core::{Config, EgressConfig};
 use portcullis_mcp::config::GatewayConfig;
-use portcullis_mcp::store::{QueueItem, Store};
 use portcullis_mcp::structural::{meta, review_record};
 use portcullis_mcp::{AuditConfig, AuditLog};
 use serde_json::Value;

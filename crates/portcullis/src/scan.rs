@@ -234,11 +234,11 @@ fn single_inputs(args: &ScanArgs, text: String) -> Result<Vec<Input>> {
     )])
 }
 
-/// `--structural`: the offline analysis (`portcullis_mcp::analyze`, the one
+/// `--structural`: the offline analysis (`portcullis_controls::analyze`, the one
 /// `audit` runs) over every tool object given, grouped by server in the order
 /// first seen; one record per tool with structural findings.
 fn structural(detector: &Detector, sink: &mut Sink, mut position: u64) -> Result<()> {
-    use portcullis_mcp::analyze::{analyze, AnalyzeOptions, ServerSnapshot, Snapshot};
+    use portcullis_controls::analyze::{analyze, AnalyzeOptions, ServerSnapshot, Snapshot};
     let mut snapshot = Snapshot::default();
     for (server, tool) in std::mem::take(&mut sink.tools) {
         let name = server.unwrap_or_default();

@@ -1306,7 +1306,7 @@ async fn a_flood_of_values_from_one_server_does_not_flush_anothers_labels() {
     assert!(text_of(&r).contains("alpha/read_note"), "{r}");
 }
 
-/// One definition's metadata findings (`portcullis_mcp::metadata::check`) as a
+/// One definition's metadata findings (`portcullis_controls::metadata::check`) as a
 /// comparable set: rule, category, severity, path, excerpt, span.
 fn metadata_findings(record: &Value) -> Vec<String> {
     let mut out: Vec<String> = record["stages"][0]["findings"]

@@ -7,7 +7,7 @@
 
 mod support;
 
-use portcullis_mcp::store::Store;
+use portcullis_controls::store::Store;
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::Value;
 use std::path::{Path, PathBuf};

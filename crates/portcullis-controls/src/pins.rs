@@ -9,6 +9,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
+/// What a pin is of (the state store's `kind` column).
+pub mod kind {
+    pub const TOOL: &str = "tool";
+    pub const PROMPT: &str = "prompt";
+    pub const RESOURCE_TEMPLATE: &str = "resource_template";
+    pub const INSTRUCTIONS: &str = "instructions";
+}
+
 /// The canonical JSON text of a value: keys sorted at every depth, no whitespace
 /// (the one shared form, [`portcullis_core::canonical_json`]).
 pub fn canonical(v: &Value) -> String {

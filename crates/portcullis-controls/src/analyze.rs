@@ -18,17 +18,18 @@
 //! `structural`, the same stage score the gateway's structural records carry).
 //! Names, parameters and preference manipulation come from
 //! [`crate::metadata::check`], the function the gateway calls, under the same
-//! policies ([`AnalyzeOptions::gateway`]), so a definition gets the findings and
+//! policies (a gateway configuration's, `GatewayConfig::analyze_options`), so a definition gets the findings and
 //! the decision the gateway would give it (approvals aside); a changed or renamed
 //! pin is REVIEW.
 
-use crate::config::{GatewayConfig, NamesConfig, ParamAction, ParamsConfig, RedirectionConfig};
-use crate::inspect::STAGE_STRUCTURAL;
+use crate::config::{NamesConfig, ParamAction, ParamsConfig, PinsConfig, RedirectionConfig};
+use crate::finding::{change_findings, finding};
 use crate::metadata::{self, DefinitionKind, MetadataFindings, MetadataPolicy, Neighbour};
 use crate::names::Relation;
 use crate::pins;
+use crate::pins::kind as pin_kind;
 use crate::store::{Store, StoreError};
-use crate::structural::{change_findings, finding, pin_kind};
+use crate::STAGE_STRUCTURAL;
 use portcullis_core::jsonpath;
 use portcullis_core::{
     sha256_hex, Channel, DecisionRecord, Finding, Item, Severity, Span, StageOutput, Status,
@@ -288,27 +289,15 @@ pub struct AnalyzeOptions {
     /// Run the text pipeline (`scan` has its own records already).
     pub detector: bool,
     /// The metadata controls' policies, as in a gateway configuration
-    /// ([`AnalyzeOptions::gateway`]): the same findings and the same decision
-    /// the gateway reaches on a definition ([`crate::metadata`]).
+    /// (`GatewayConfig::analyze_options` of `portcullis-mcp`): the same findings
+    /// and the same decision the gateway reaches on a definition
+    /// ([`crate::metadata`]).
     pub names: NamesConfig,
     pub params: ParamsConfig,
     pub redirection: RedirectionConfig,
     /// A new name at least this similar to a pinned, no longer listed definition
     /// is a rename.
     pub rename_similarity: f64,
-}
-
-impl AnalyzeOptions {
-    /// The policies of a gateway configuration.
-    pub fn gateway(config: &GatewayConfig) -> Self {
-        AnalyzeOptions {
-            detector: true,
-            names: config.names.clone(),
-            params: config.params.clone(),
-            redirection: config.redirection.clone(),
-            rename_similarity: config.pins.rename_similarity,
-        }
-    }
 }
 
 impl Default for AnalyzeOptions {
@@ -319,7 +308,7 @@ impl Default for AnalyzeOptions {
             names: NamesConfig::default(),
             params: ParamsConfig::default(),
             redirection: RedirectionConfig::default(),
-            rename_similarity: crate::config::PinsConfig::default().rename_similarity,
+            rename_similarity: PinsConfig::default().rename_similarity,
         }
     }
 }
@@ -813,19 +802,6 @@ fn score_finding(server: &str, def: &Def<'_>, r: &DecisionRecord) -> Option<Audi
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn the_default_options_are_a_gateway_configurations_defaults() {
-        let cfg: GatewayConfig = toml::from_str(
-            "[audit]\nlog = \"a.jsonl\"\n[[server]]\nname = \"a\"\ncommand = \"a\"\n",
-        )
-        .unwrap();
-        let (d, g) = (AnalyzeOptions::default(), AnalyzeOptions::gateway(&cfg));
-        assert_eq!(
-            (d.names, d.params, d.redirection, d.rename_similarity),
-            (g.names, g.params, g.redirection, g.rename_similarity)
-        );
-    }
 
     #[test]
     fn paths_resolve_to_field_texts() {

@@ -8,10 +8,10 @@
 //! launch keeps their names and one SHA-256 over all of them (so a changed value
 //! is seen as a change), never a value.
 
-use crate::config::ServerConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// One launch of a server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,33 +49,30 @@ fn keys_and_digest(map: &BTreeMap<String, String>) -> (Vec<String>, Option<Strin
 }
 
 impl Launch {
-    /// The launch of a configured server: its `env`, and the variables of the
-    /// gateway's own environment that `launch_env` names (a wrapped entry's
-    /// `env`, which the client sets on the proxy and the server inherits), their
-    /// values read here, hashed, and dropped.
-    pub fn of(config: &ServerConfig) -> Launch {
-        let mut env = config.env.clone();
-        for k in &config.launch_env {
-            if !env.contains_key(k) {
-                let v = std::env::var_os(k)
-                    .map(|v| v.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                env.insert(k.clone(), v);
-            }
-        }
-        let (env_keys, env_sha256) = keys_and_digest(&env);
-        let (header_keys, headers_sha256) = keys_and_digest(&config.headers);
+    /// The launch of a stdio server (`command` and `args`) or a remote one
+    /// (`url`), with the environment it was given and the headers it is sent;
+    /// their values are hashed here and dropped.
+    pub fn new(
+        command: Option<&str>,
+        args: &[String],
+        cwd: Option<&Path>,
+        env: &BTreeMap<String, String>,
+        url: Option<&str>,
+        headers: &BTreeMap<String, String>,
+    ) -> Launch {
+        let (env_keys, env_sha256) = keys_and_digest(env);
+        let (header_keys, headers_sha256) = keys_and_digest(headers);
         Launch {
-            command: config.command.clone(),
-            args: if config.command.is_some() {
-                config.args.clone()
+            command: command.map(str::to_string),
+            args: if command.is_some() {
+                args.to_vec()
             } else {
                 Vec::new()
             },
-            cwd: config.cwd.as_ref().map(|c| c.display().to_string()),
+            cwd: cwd.map(|c| c.display().to_string()),
             env_keys,
             env_sha256,
-            url: config.url.clone(),
+            url: url.map(str::to_string),
             header_keys,
             headers_sha256,
         }
@@ -191,17 +188,23 @@ impl LaunchChange {
 mod tests {
     use super::*;
 
+    /// A stdio server run as `uvx ARGS` with `env`.
+    fn uvx(args: &[&str], env: &BTreeMap<String, String>) -> Launch {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        Launch::new(Some("uvx"), &args, None, env, None, &BTreeMap::new())
+    }
+
     #[test]
     fn a_launch_keeps_env_names_and_a_digest_never_a_value() {
-        let mut c = ServerConfig::stdio("time", "uvx", &["mcp-server-time".into()]);
-        c.env.insert("API_TOKEN".into(), "s3cr3t-value-1234".into());
-        let a = Launch::of(&c);
+        let mut env = BTreeMap::new();
+        env.insert("API_TOKEN".to_string(), "s3cr3t-value-1234".to_string());
+        let a = uvx(&["mcp-server-time"], &env);
         let text = serde_json::to_string(&a).unwrap();
         assert!(!text.contains("s3cr3t"), "{text}");
         assert_eq!(a.env_keys, vec!["API_TOKEN"]);
         // A changed value is a changed launch, named without its value.
-        c.env.insert("API_TOKEN".into(), "other-value-5678".into());
-        let b = Launch::of(&c);
+        env.insert("API_TOKEN".into(), "other-value-5678".into());
+        let b = uvx(&["mcp-server-time"], &env);
         assert_ne!(a.hash(), b.hash());
         let said = b.changes_from(&a).join("; ");
         assert!(
@@ -212,17 +215,10 @@ mod tests {
 
     #[test]
     fn a_changed_flag_is_named_with_both_values() {
-        let before = ServerConfig::stdio(
-            "time",
-            "uvx",
-            &[
-                "mcp-server-time".into(),
-                "--local-timezone=Europe/Zurich".into(),
-            ],
-        );
-        let mut after = before.clone();
-        after.args[1] = "--local-timezone=America/New_York".into();
-        let (a, b) = (Launch::of(&before), Launch::of(&after));
+        let none = BTreeMap::new();
+        let before = ["mcp-server-time", "--local-timezone=Europe/Zurich"];
+        let after = ["mcp-server-time", "--local-timezone=America/New_York"];
+        let (a, b) = (uvx(&before, &none), uvx(&after, &none));
         assert_eq!(
             b.changes_from(&a),
             vec![
@@ -230,6 +226,6 @@ mod tests {
                  [\"mcp-server-time\",\"--local-timezone=America/New_York\"]"
             ]
         );
-        assert_eq!(a.hash(), Launch::of(&before).hash(), "stable");
+        assert_eq!(a.hash(), uvx(&before, &none).hash(), "stable");
     }
 }

@@ -1030,12 +1030,15 @@ mod tests {
 
     #[test]
     fn launches_are_kept_per_server_and_a_change_returns_the_last_one() {
-        use crate::config::ServerConfig;
         use crate::launch::Launch;
+        let srv = |arg: &str| {
+            let none = Default::default();
+            Launch::new(Some("srv"), &[arg.to_string()], None, &none, None, &none)
+        };
         let dir = tempfile::tempdir().unwrap();
         let s = Store::open(&dir.path().join("s.sqlite")).unwrap();
-        let one = Launch::of(&ServerConfig::stdio("t", "srv", &["--a=1".into()]));
-        let two = Launch::of(&ServerConfig::stdio("t", "srv", &["--a=2".into()]));
+        let one = srv("--a=1");
+        let two = srv("--a=2");
         assert_eq!(s.record_launch("t", &one).unwrap(), None, "first launch");
         assert_eq!(s.record_launch("t", &one).unwrap(), None, "same launch");
         // Another server's launch is its own.

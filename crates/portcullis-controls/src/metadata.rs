@@ -1,7 +1,7 @@
 //! The structural findings of one listed definition — names across servers,
 //! over-privileged parameters, preference manipulation — and what each control's
 //! policy makes of them. The one source for the gateway
-//! ([`crate::structural::Structural::tool_metadata`]) and the offline analysis
+//! (`Structural::definition_metadata` in `portcullis-mcp`) and the offline analysis
 //! ([`crate::analyze`], behind `audit` and `scan --structural`), so the two
 //! cannot disagree about a definition.
 //!
@@ -10,9 +10,9 @@
 //! are the gateway's: [`MetadataFindings::decision`] is the decision before any.
 
 use crate::config::{NameAction, NamesConfig, ParamAction, ParamsConfig, RedirectionConfig};
+use crate::finding::finding;
 use crate::names::Relation;
 use crate::params::OverPrivileged;
-use crate::structural::finding;
 use portcullis_core::{Action, Channel, Finding, Severity, Span, Status};
 use serde_json::Value;
 
