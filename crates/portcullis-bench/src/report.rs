@@ -235,28 +235,19 @@ pub fn bar_chart(
     rows: &[Row],
     pick: fn(&Cell) -> Proportion,
 ) -> Result<String, String> {
-    use plotters::prelude::*;
+    use portcullis_chart::plotters::prelude::*;
     let n = rows.len().max(1);
-    let mut out = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut out, ((90 * n as u32).max(520), 420)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let labels: Vec<String> = rows.iter().map(|r| r.key.clone()).collect();
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(48)
-            .build_cartesian_2d(0f64..n as f64, 0f64..1.05f64)
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(0)
-            .y_desc("proportion")
-            .draw()
-            .map_err(|e| e.to_string())?;
+    let frame = portcullis_chart::Frame {
+        title,
+        size: ((90 * n as u32).max(520), 420),
+        x: 0.0..n as f64,
+        y: 0.0..1.05,
+        x_desc: None,
+        y_desc: Some("proportion"),
+        label_areas: (40, 48),
+        categorical_x: true,
+    };
+    portcullis_chart::svg(&frame, |chart| {
         let series = [
             ("baseline", RGBColor(214, 39, 40), 0.1),
             ("defended", RGBColor(31, 119, 180), 0.5),
@@ -294,21 +285,12 @@ pub fn bar_chart(
                 .map_err(|e| e.to_string())?;
         }
         chart
-            .draw_series(
-                labels.iter().enumerate().map(|(i, l)| {
-                    Text::new(l.clone(), (i as f64 + 0.12, 1.03), ("sans-serif", 12))
-                }),
-            )
+            .draw_series(rows.iter().enumerate().map(|(i, r)| {
+                Text::new(r.key.clone(), (i as f64 + 0.12, 1.03), ("sans-serif", 12))
+            }))
             .map_err(|e| e.to_string())?;
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| e.to_string())?;
-        root.present().map_err(|e| e.to_string())?;
-    }
-    Ok(out)
+        Ok(())
+    })
 }
 
 /// Write `report.md`, `report.json` and the charts into `dir`.

@@ -278,26 +278,40 @@ pub fn load_jsonl(path: &Path) -> Result<(Vec<Record>, Vec<LineError>), CorpusEr
 
 /// Parse JSONL records already in memory; `origin` names the file in errors.
 pub fn parse_jsonl(text: &str, origin: &str) -> (Vec<Record>, Vec<LineError>) {
-    let mut records = Vec::new();
+    parse_lines(text, origin, |r: Record| match r.validate() {
+        Ok(()) => Ok(r),
+        Err(m) => Err(format!("record {}: {m}", r.id)),
+    })
+}
+
+/// The one JSONL line loop: each non-blank line of `text` read as a `T` and given
+/// to `accept`. A line that does not parse, or that `accept` refuses (with the
+/// reason), is an error naming `origin` and its line number; none is dropped
+/// silently.
+pub fn parse_lines<T: serde::de::DeserializeOwned, U>(
+    text: &str,
+    origin: &str,
+    mut accept: impl FnMut(T) -> Result<U, String>,
+) -> (Vec<U>, Vec<LineError>) {
+    let mut out = Vec::new();
     let mut errors = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let err = |message: String| LineError {
-            file: origin.to_string(),
-            line: i + 1,
-            message,
-        };
-        match serde_json::from_str::<Record>(line) {
-            Ok(r) => match r.validate() {
-                Ok(()) => records.push(r),
-                Err(m) => errors.push(err(format!("record {}: {m}", r.id))),
-            },
-            Err(e) => errors.push(err(e.to_string())),
+        let parsed = serde_json::from_str::<T>(line)
+            .map_err(|e| e.to_string())
+            .and_then(&mut accept);
+        match parsed {
+            Ok(u) => out.push(u),
+            Err(message) => errors.push(LineError {
+                file: origin.to_string(),
+                line: i + 1,
+                message,
+            }),
         }
     }
-    (records, errors)
+    (out, errors)
 }
 
 /// All `*.jsonl` files of a directory, sorted by name.

@@ -96,37 +96,15 @@ struct RawItem {
 /// Parse an evaluation corpus. Bad lines are returned with their line number,
 /// never dropped silently; other keys of a line are ignored.
 pub fn parse_items(text: &str, origin: &str) -> (Vec<EvalItem>, Vec<LineError>) {
-    let mut items = Vec::new();
-    let mut errors = Vec::new();
     let mut ids = HashSet::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
+    crate::corpus::parse_lines(text, origin, |raw: RawItem| {
+        let item = item_of(raw)?;
+        if ids.insert(item.id.clone()) {
+            Ok(item)
+        } else {
+            Err(format!("duplicate id {}", item.id))
         }
-        let err = |message: String| LineError {
-            file: origin.to_string(),
-            line: i + 1,
-            message,
-        };
-        let raw: RawItem = match serde_json::from_str(line) {
-            Ok(r) => r,
-            Err(e) => {
-                errors.push(err(e.to_string()));
-                continue;
-            }
-        };
-        match item_of(raw) {
-            Ok(item) => {
-                if ids.insert(item.id.clone()) {
-                    items.push(item);
-                } else {
-                    errors.push(err(format!("duplicate id {}", item.id)));
-                }
-            }
-            Err(m) => errors.push(err(m)),
-        }
-    }
-    (items, errors)
+    })
 }
 
 fn item_of(raw: RawItem) -> Result<EvalItem, String> {

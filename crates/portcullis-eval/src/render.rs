@@ -3,7 +3,8 @@
 
 use crate::analysis::{Report, SubsetReport};
 use crate::metrics::Proportion;
-use plotters::prelude::*;
+use portcullis_chart::plotters::prelude::*;
+use portcullis_chart::{Frame, COLORS};
 use std::fmt::Write as _;
 
 fn pct(x: f64) -> String {
@@ -569,15 +570,6 @@ fn latency_section(w: &mut String, r: &Report) {
     }
 }
 
-const COLORS: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(23, 190, 207),
-];
-
 /// The ROC and precision-recall charts of one subset, as SVG text.
 pub fn charts(sub: &SubsetReport) -> Result<(String, String), String> {
     let roc: Vec<(String, Vec<(f64, f64)>)> = sub
@@ -612,23 +604,17 @@ fn plot(
     y: &str,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> Result<String, String> {
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (520, 420)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(44)
-            .build_cartesian_2d(0f64..1f64, 0f64..1.02f64)
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc(x)
-            .y_desc(y)
-            .draw()
-            .map_err(|e| e.to_string())?;
+    let frame = Frame {
+        title,
+        size: (520, 420),
+        x: 0.0..1.0,
+        y: 0.0..1.02,
+        x_desc: Some(x),
+        y_desc: Some(y),
+        label_areas: (36, 44),
+        categorical_x: false,
+    };
+    portcullis_chart::svg(&frame, |chart| {
         for (i, (name, pts)) in series.iter().enumerate() {
             let color = COLORS[i % COLORS.len()];
             let pts: Vec<(f64, f64)> = pts
@@ -642,13 +628,6 @@ fn plot(
                 .label(name.clone())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| e.to_string())?;
-        root.present().map_err(|e| e.to_string())?;
-    }
-    Ok(out)
+        Ok(())
+    })
 }
