@@ -8,9 +8,10 @@ use crate::attack::{values, AttackSpec, CallPlan, Goal, Instance, Role};
 use crate::domains::{self, Domain};
 use crate::sandbox::Sandbox;
 use crate::{BenchError, Result};
+use portcullis_testkit::{scaffold, HttpServer};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerConfig, Tool,
+    PaginatedRequestParams, ProtocolVersion, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -143,11 +144,6 @@ pub fn perform_goal(sb: &Sandbox, goal: Goal) -> Result<()> {
     }
 }
 
-fn from_json<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, McpError> {
-    serde_json::from_value(v)
-        .map_err(|e| McpError::internal_error(format!("bad object: {e}"), None))
-}
-
 impl ServerHandler for BenchServer {
     fn get_info(&self) -> ServerConfig {
         let info = json!({
@@ -155,7 +151,7 @@ impl ServerHandler for BenchServer {
             "capabilities": {"tools": {"listChanged": true}},
             "serverInfo": {"name": format!("portcullis-bench-{}", self.domain.name()), "version": env!("CARGO_PKG_VERSION")},
         });
-        serde_json::from_value(info).unwrap_or_default()
+        scaffold::server_info(info)
     }
 
     async fn list_tools(
@@ -163,8 +159,7 @@ impl ServerHandler for BenchServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools: Vec<Tool> = from_json(Value::Array(self.tool_values()))?;
-        Ok(ListToolsResult::with_all_items(tools))
+        scaffold::list_tools(self.tool_values())
     }
 
     async fn call_tool(
@@ -173,17 +168,8 @@ impl ServerHandler for BenchServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
-        let listed = self
-            .tool_values()
-            .iter()
-            .any(|t| t.get("name").and_then(Value::as_str) == Some(name.as_str()));
-        if !listed {
-            return Err(McpError::invalid_params(
-                format!("unknown tool `{name}`"),
-                None,
-            ));
-        }
         let before = self.tool_values();
+        scaffold::require_listed(&before, &name)?;
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
         let empty = Map::new();
         let args = request.arguments.as_ref().unwrap_or(&empty);
@@ -206,17 +192,10 @@ impl ServerHandler for BenchServer {
 
 /// Serve one session over stdin/stdout until the client leaves.
 pub async fn serve_stdio(setup: ServerSetup) -> Result<()> {
-    use rmcp::ServiceExt;
     let server = BenchServer::new(&setup, Arc::new(AtomicU64::new(0)))?;
-    let running = server
-        .serve(rmcp::transport::stdio())
+    scaffold::serve_stdio(server)
         .await
-        .map_err(|e| BenchError::Mcp(e.to_string()))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| BenchError::Mcp(e.to_string()))?;
-    Ok(())
+        .map_err(|e| BenchError::Mcp(e.to_string()))
 }
 
 /// Serve Streamable HTTP at `http://ADDR/mcp` until `cancel`; `on_bound` gets the
@@ -227,34 +206,25 @@ pub async fn serve_http(
     cancel: tokio_util::sync::CancellationToken,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<()> {
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
     let calls = Arc::new(AtomicU64::new(0));
     // Validate once, up front: a bad setup is an error, not a failing session.
     BenchServer::new(&setup, calls.clone())?;
-    let config =
-        StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
-    let service: StreamableHttpService<BenchServer, LocalSessionManager> =
-        StreamableHttpService::new(
-            move || {
-                BenchServer::new(&setup, calls.clone())
-                    .map_err(|e| std::io::Error::other(e.to_string()))
-            },
-            Default::default(),
-            config,
-        );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|e| BenchError::io(listen.to_string(), e))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| BenchError::io(listen.to_string(), e))?;
+    let server = HttpServer::bind_with(
+        move || {
+            BenchServer::new(&setup, calls.clone())
+                .map_err(|e| std::io::Error::other(e.to_string()))
+        },
+        listen,
+        cancel,
+    )
+    .await
+    .map_err(|e| BenchError::Mcp(format!("{listen}: {e}")))?;
+    let addr = server.addr;
     on_bound(addr);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { cancel.cancelled_owned().await })
+    server
+        .run()
         .await
-        .map_err(|e| BenchError::io(addr.to_string(), e))
+        .map_err(|e| BenchError::Mcp(format!("{addr}: {e}")))
 }
 
 #[cfg(test)]

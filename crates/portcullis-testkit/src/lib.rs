@@ -6,6 +6,7 @@
 pub mod config;
 pub mod injections;
 pub mod interop;
+pub mod scaffold;
 pub mod server;
 
 use std::net::SocketAddr;
@@ -13,7 +14,6 @@ use std::sync::Arc;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
 pub use config::{ConfigError, Extras, Hostile, Poison, Profile, ServerOptions, TransportKind};
@@ -32,16 +32,7 @@ pub enum ServeError {
 
 /// Serves one MCP session over this process's stdin/stdout until the client leaves.
 pub async fn serve_stdio(options: ServerOptions) -> Result<(), ServeError> {
-    let server = TestServer::new(options);
-    let running = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| ServeError::Init(e.to_string()))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| ServeError::Session(e.to_string()))?;
-    Ok(())
+    scaffold::serve_stdio(TestServer::new(options)).await
 }
 
 /// A bound Streamable HTTP server, serving at `http://{addr}/mcp`.
@@ -56,17 +47,27 @@ pub struct HttpServer {
 impl HttpServer {
     /// Binds the listener (port 0 picks a free port); nothing is served until [`Self::run`].
     pub async fn bind(options: ServerOptions, listen: SocketAddr) -> Result<Self, ServeError> {
-        let cancel = CancellationToken::new();
         let state = Arc::new(SharedState::default());
         let options = Arc::new(options);
+        Self::bind_with(
+            move || Ok(TestServer::with_state((*options).clone(), state.clone())),
+            listen,
+            CancellationToken::new(),
+        )
+        .await
+    }
+
+    /// Binds the listener for any server: `new_session` makes the handler of each
+    /// session (the bench's scenario servers use this too); `cancel` stops it.
+    pub async fn bind_with<S: rmcp::ServerHandler + Send + 'static>(
+        new_session: impl Fn() -> Result<S, std::io::Error> + Send + Sync + 'static,
+        listen: SocketAddr,
+        cancel: CancellationToken,
+    ) -> Result<Self, ServeError> {
         let config =
             StreamableHttpServerConfig::default().with_cancellation_token(cancel.child_token());
-        let service: StreamableHttpService<TestServer, LocalSessionManager> =
-            StreamableHttpService::new(
-                move || Ok(TestServer::with_state((*options).clone(), state.clone())),
-                Default::default(),
-                config,
-            );
+        let service: StreamableHttpService<S, LocalSessionManager> =
+            StreamableHttpService::new(new_session, Default::default(), config);
         let router = axum::Router::new().nest_service("/mcp", service);
         let listener = tokio::net::TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;

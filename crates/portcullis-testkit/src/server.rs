@@ -12,14 +12,14 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ServerConfig, Tool,
+    ReadResourceResponse, ReadResourceResult, ServerConfig,
 };
 // Sampling is deprecated upstream (SEP-2577), and it is exactly what the attack tests.
+use crate::scaffold::{self, from_json};
 #[allow(deprecated)]
 use rmcp::model::CreateMessageRequestParams;
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
 use crate::config::{Hostile, Poison, Profile, ServerOptions, TransportKind};
@@ -83,11 +83,6 @@ impl SharedState {
 pub struct TestServer {
     options: Arc<ServerOptions>,
     state: Arc<SharedState>,
-}
-
-fn from_json<T: DeserializeOwned>(value: Value) -> Result<T, McpError> {
-    serde_json::from_value(value)
-        .map_err(|e| McpError::internal_error(format!("test server built a bad object: {e}"), None))
 }
 
 fn arg_str<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a str, McpError> {
@@ -656,12 +651,6 @@ add, read_note. Notes are also readable as note:// resources."
         }
         Ok(text_result(format!("slept {ms} ms")))
     }
-
-    fn known_tool(&self, name: &str) -> bool {
-        self.tool_values()
-            .iter()
-            .any(|t| t.get("name").and_then(Value::as_str) == Some(name))
-    }
 }
 
 impl ServerHandler for TestServer {
@@ -680,13 +669,7 @@ impl ServerHandler for TestServer {
             },
             "instructions": self.instructions()
         });
-        match serde_json::from_value(info) {
-            Ok(info) => info,
-            Err(e) => {
-                tracing::error!("bad server info: {e}");
-                ServerConfig::default()
-            }
-        }
+        scaffold::server_info(info)
     }
 
     async fn list_tools(
@@ -694,8 +677,7 @@ impl ServerHandler for TestServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools: Vec<Tool> = from_json(Value::Array(self.tool_values()))?;
-        Ok(ListToolsResult::with_all_items(tools))
+        scaffold::list_tools(self.tool_values())
     }
 
     async fn call_tool(
@@ -704,12 +686,7 @@ impl ServerHandler for TestServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let listed = request.name.as_ref();
-        if !self.known_tool(listed) {
-            return Err(McpError::invalid_params(
-                format!("unknown tool `{listed}`"),
-                None,
-            ));
-        }
+        scaffold::require_listed(&self.tool_values(), listed)?;
         let original = self.original_name(listed);
         let name = original.as_str();
         self.state.calls.fetch_add(1, Ordering::SeqCst);
@@ -1023,7 +1000,7 @@ mod tests {
     #[test]
     fn every_tool_object_deserializes_into_rmcp_tools() {
         let server = TestServer::new(ServerOptions::attack(Poison::ALL.into_iter().collect()));
-        let tools: Vec<Tool> =
+        let tools: Vec<rmcp::model::Tool> =
             serde_json::from_value(Value::Array(server.tool_values())).expect("valid tools");
         assert_eq!(tools.len(), server.tool_values().len());
         let info = server.get_info();
