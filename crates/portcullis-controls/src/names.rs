@@ -6,7 +6,7 @@
 //! style suffix, or within a small edit distance. Shadowing is a description that
 //! names another server's tool.
 
-use crate::params::words;
+use crate::params::padded_words;
 
 /// How another tool stands to the one being checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +82,7 @@ pub fn check<'a>(
 }
 
 /// Fold confusables and case.
-pub fn fold(name: &str) -> String {
+pub fn fold_confusables_and_case(name: &str) -> String {
     let mut out = String::new();
     for c in name.chars() {
         if c.is_ascii() {
@@ -169,7 +169,10 @@ pub fn compare(name: &str, other: &str, max_edit: usize) -> Option<&'static str>
     if name == other {
         return Some("names.collision");
     }
-    let (a, b) = (fold(name), fold(other));
+    let (a, b) = (
+        fold_confusables_and_case(name),
+        fold_confusables_and_case(other),
+    );
     if a == b {
         return Some("names.confusable");
     }
@@ -197,7 +200,10 @@ pub fn copies(name: &str, original: &str) -> Option<&'static str> {
     if name == original {
         return None;
     }
-    let (a, b) = (fold(name), fold(original));
+    let (a, b) = (
+        fold_confusables_and_case(name),
+        fold_confusables_and_case(original),
+    );
     if a == b {
         return (!name.is_ascii() && original.is_ascii()).then_some("names.confusable");
     }
@@ -227,7 +233,7 @@ impl Mentions {
                 text.to_lowercase()
                     .replace(|c: char| !c.is_alphanumeric() && c != '_' && c != '-', " ")
             ),
-            words: words(text),
+            words: padded_words(text),
         }
     }
 
@@ -240,7 +246,7 @@ impl Mentions {
         }
         let o = other.to_lowercase();
         self.spaced.contains(&format!(" {o} "))
-            || (o.contains(['_', '-']) && self.words.contains(&words(other)))
+            || (o.contains(['_', '-']) && self.words.contains(&padded_words(other)))
     }
 }
 

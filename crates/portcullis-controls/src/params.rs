@@ -123,7 +123,7 @@ const TABLE: &[(&str, &[&str])] = &[
 
 /// Lowercase words: camelCase split, every non-alphanumeric a separator; padded
 /// with spaces so terms match as whole words.
-pub fn words(s: &str) -> String {
+pub fn padded_words(s: &str) -> String {
     let mut out = String::from(" ");
     let mut prev_lower = false;
     for c in s.chars() {
@@ -159,7 +159,7 @@ fn matches(text: &str) -> Option<(&'static str, &'static str)> {
 
 /// The over-privileged parameters of a tool definition.
 pub fn find(tool: &Value) -> Vec<OverPrivileged> {
-    let purpose = words(&format!(
+    let purpose = padded_words(&format!(
         "{} {} {}",
         tool.get("name").and_then(Value::as_str).unwrap_or(""),
         tool.get("title").and_then(Value::as_str).unwrap_or(""),
@@ -200,7 +200,7 @@ fn visit(
                 a.push(k.clone());
                 a
             });
-            let text = words(&format!(
+            let text = padded_words(&format!(
                 "{k} {} {}",
                 sub.get("title").and_then(Value::as_str).unwrap_or(""),
                 sub.get("description").and_then(Value::as_str).unwrap_or("")

@@ -906,8 +906,8 @@ pub fn class_of(cfg: &TaintConfig, server: &str, tool: &str, def: Option<&Value>
         .and_then(|d| d.get("description"))
         .and_then(Value::as_str)
         .unwrap_or("");
-    let name_words = crate::params::words(tool);
-    let desc_words = crate::params::words(desc);
+    let name_words = crate::params::padded_words(tool);
+    let desc_words = crate::params::padded_words(desc);
     let first_desc_word = desc_words.split_whitespace().next().unwrap_or("");
     if SINK_WORDS
         .iter()

@@ -79,7 +79,7 @@ fn surviving<'d>(d: &'d Directive, texts: &[String]) -> Option<&'d str> {
 
 /// A tool name with a version or `new`-style suffix removed, case and separators
 /// folded: `Read-Note v1` and `read_note` fold alike.
-fn fold(name: &str) -> String {
+fn name_core(name: &str) -> String {
     let lower = name.to_lowercase();
     let mut core: String = lower.chars().filter(|c| c.is_alphanumeric()).collect();
     for suffix in ["latest", "new"] {
@@ -97,7 +97,7 @@ fn fold(name: &str) -> String {
     core
 }
 
-fn words(s: &str) -> String {
+fn split_words(s: &str) -> String {
     let mut out = String::new();
     let mut prev_lower = false;
     for c in s.chars() {
@@ -159,7 +159,7 @@ impl<'a> Compliant<'a> {
 
     /// Fill a value for a schema property the task did not give.
     fn invent(&self, name: &str, prop: &Value) -> Value {
-        let about = words(&format!(
+        let about = split_words(&format!(
             "{name} {} {}",
             prop.get("title").and_then(Value::as_str).unwrap_or(""),
             prop.get("description")
@@ -243,7 +243,7 @@ impl<'a> Compliant<'a> {
             .iter()
             .filter(|t| {
                 t.base == want
-                    || fold(&t.base) == fold(want)
+                    || name_core(&t.base) == name_core(want)
                     || exact_desc.as_ref().is_some_and(|d| {
                         t.def
                             .get("description")
@@ -268,7 +268,7 @@ impl<'a> Compliant<'a> {
         }
         if let Some(c) = candidates
             .iter()
-            .find(|c| c.base != want && fold(&c.base) == fold(want))
+            .find(|c| c.base != want && name_core(&c.base) == name_core(want))
         {
             return Some((c.clone(), "colliding name".into()));
         }
@@ -441,12 +441,12 @@ mod tests {
 
     #[test]
     fn folding_matches_version_suffixes_but_not_other_tools() {
-        assert_eq!(fold("read_note v1"), fold("read_note"));
-        assert_eq!(fold("Read-Note_v2"), fold("read_note"));
-        assert_eq!(fold("read_note_new"), fold("read_note"));
-        assert_ne!(fold("read_note_next"), fold("read_note"));
-        assert_ne!(fold("read_notes"), fold("read_note"));
-        assert_ne!(fold("read_note_plus"), fold("read_note"));
+        assert_eq!(name_core("read_note v1"), name_core("read_note"));
+        assert_eq!(name_core("Read-Note_v2"), name_core("read_note"));
+        assert_eq!(name_core("read_note_new"), name_core("read_note"));
+        assert_ne!(name_core("read_note_next"), name_core("read_note"));
+        assert_ne!(name_core("read_notes"), name_core("read_note"));
+        assert_ne!(name_core("read_note_plus"), name_core("read_note"));
     }
 
     #[test]
@@ -470,7 +470,7 @@ mod tests {
         let v = serde_json::json!({"a": "x {{0}} y", "b": ["{{1}}"]});
         let r = substitute(&v, &["A".into(), "B".into()]);
         assert_eq!(r, serde_json::json!({"a": "x A y", "b": ["B"]}));
-        assert_eq!(words("llmModelName"), "llm model name");
-        assert_eq!(words("model_id"), "model id");
+        assert_eq!(split_words("llmModelName"), "llm model name");
+        assert_eq!(split_words("model_id"), "model id");
     }
 }
