@@ -139,6 +139,20 @@ fn input_section(w: &mut String, r: &Report) {
 
 fn subset_section(w: &mut String, sub: &SubsetReport, r: &Report, charts: bool) {
     let _ = writeln!(w, "\n## Subset `{}` ({} records)\n", sub.name, sub.records);
+    final_states(w, sub);
+    metrics(w, sub);
+    review_section(w, sub);
+    bootstrap(w, sub, r);
+    paired(w, sub);
+    frame_only(w, sub);
+    duplicates(w, sub);
+    strata(w, sub);
+    curves(w, sub, charts);
+    errors(w, sub);
+}
+
+/// Final states (ALLOW, REVIEW, BLOCK, errors) of each configuration by label.
+fn final_states(w: &mut String, sub: &SubsetReport) {
     let _ = writeln!(w, "### Final states by label\n");
     let _ = writeln!(
         w,
@@ -163,6 +177,10 @@ fn subset_section(w: &mut String, sub: &SubsetReport, r: &Report, charts: bool) 
             d.errors.len()
         );
     }
+}
+
+/// Both conventions' metrics, referral rate and BLOCK precision.
+fn metrics(w: &mut String, sub: &SubsetReport) {
     let _ = writeln!(w, "\n### Metrics under both conventions (Wilson 95%)\n");
     let _ = writeln!(
         w,
@@ -195,7 +213,10 @@ fn subset_section(w: &mut String, sub: &SubsetReport, r: &Report, charts: bool) 
             p(&d.block_precision)
         );
     }
-    review_section(w, sub);
+}
+
+/// The lineage-group bootstrap intervals.
+fn bootstrap(w: &mut String, sub: &SubsetReport, r: &Report) {
     let _ = writeln!(
         w,
         "\n### Lineage-group bootstrap (percentile, {} replicates, seed {}; printed, not asserted)\n",
@@ -218,6 +239,10 @@ fn subset_section(w: &mut String, sub: &SubsetReport, r: &Report, charts: bool) 
             );
         }
     }
+}
+
+/// Paired comparisons of configurations on the same records.
+fn paired(w: &mut String, sub: &SubsetReport) {
     if !sub.paired.is_empty() {
         let _ = writeln!(w, "\n### Paired comparisons (same records)\n");
         for pc in &sub.paired {
@@ -250,6 +275,10 @@ fn subset_section(w: &mut String, sub: &SubsetReport, r: &Report, charts: bool) 
             );
         }
     }
+}
+
+/// The frame-only baseline beside each configuration.
+fn frame_only(w: &mut String, sub: &SubsetReport) {
     let fo = &sub.frame_only;
     let _ = writeln!(w, "\n### Frame-only baseline\n");
     if fo.families.is_empty() {
@@ -305,6 +334,10 @@ fn subset_section(w: &mut String, sub: &SubsetReport, r: &Report, charts: bool) 
             );
         }
     }
+}
+
+/// Duplicates and overlap with reference material.
+fn duplicates(w: &mut String, sub: &SubsetReport) {
     let du = &sub.duplicates;
     let _ = writeln!(w, "\n### Duplicates and overlap with reference material\n");
     let _ = writeln!(
@@ -352,6 +385,10 @@ fn subset_section(w: &mut String, sub: &SubsetReport, r: &Report, charts: bool) 
             None => String::new(),
         }
     );
+}
+
+/// Results by stratum.
+fn strata(w: &mut String, sub: &SubsetReport) {
     let _ = writeln!(w, "\n### Stratified results\n");
     for (config, rows) in &sub.strata {
         let _ = writeln!(
@@ -375,6 +412,10 @@ fn subset_section(w: &mut String, sub: &SubsetReport, r: &Report, charts: bool) 
         }
         let _ = writeln!(w);
     }
+}
+
+/// ROC, precision-recall and the threshold sweep.
+fn curves(w: &mut String, sub: &SubsetReport, charts: bool) {
     let _ = writeln!(
         w,
         "### ROC, precision-recall and threshold sweep of the fused score\n"
@@ -409,6 +450,10 @@ fn subset_section(w: &mut String, sub: &SubsetReport, r: &Report, charts: bool) 
         }
         let _ = writeln!(w);
     }
+}
+
+/// Errors and timeouts, never scored.
+fn errors(w: &mut String, sub: &SubsetReport) {
     let _ = writeln!(w, "### Errors and timeouts (never scored)\n");
     for d in &sub.detectors {
         let _ = writeln!(
