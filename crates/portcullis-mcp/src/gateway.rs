@@ -14,7 +14,7 @@ use crate::audit::AuditLog;
 use crate::config::GatewayConfig;
 use crate::inspect::{Inspector, Outcome};
 use crate::router::{client_progress_token, withheld_error, ListKind, Router};
-use crate::structural::{Structural, Verdict};
+use crate::structural::{Structural, ToolDecision, Verdict};
 use crate::upstream::{options, Upstream, UpstreamError};
 use portcullis_controls::metadata::DefinitionKind;
 use portcullis_controls::pins;
@@ -573,19 +573,6 @@ impl Gateway {
             (ListKind::Resources, false) => None,
         };
         for entry in entries {
-            let judged = self
-                .judge(upstream, kind, templates, pin, &listed, entry, true)
-                .await?;
-            // A withheld version of a pinned definition: under
-            // `pins.on_change = "keep_pinned"` the client keeps the pinned one,
-            // and `raw` is that; `live` stays what the server lists now.
-            let fallback = match pin {
-                Some(pk) if !(judged.verdict.passes() && judged.decided.forward) => self
-                    .structural
-                    .pinned_fallback(&server, pk, &judged.ident, &judged.raw)
-                    .map_err(internal)?,
-                _ => None,
-            };
             let (
                 Judged {
                     raw,
@@ -595,19 +582,9 @@ impl Gateway {
                     verdict,
                 },
                 live,
-            ) = match fallback {
-                Some(pinned) => {
-                    let live = judged.raw;
-                    let shown = self
-                        .judge(upstream, kind, templates, pin, &listed, pinned, false)
-                        .await?;
-                    (shown, live)
-                }
-                None => {
-                    let live = judged.raw.clone();
-                    (judged, live)
-                }
-            };
+            ) = self
+                .judge_or_pinned(upstream, kind, templates, pin, &listed, entry)
+                .await?;
             let mut shown = decided.value.clone();
             let mut verdict = verdict;
             let mut hidden = false;
@@ -615,47 +592,13 @@ impl Gateway {
                 // Calls are checked against what the server lists now.
                 self.tables().defs.insert((upstream, ident.clone()), live);
             }
-            let metadata = match kind {
-                ListKind::Tools => Some(DefinitionKind::Tool),
-                ListKind::Prompts => Some(DefinitionKind::Prompt),
-                ListKind::Resources => None,
-            };
-            if let Some(metadata) = metadata {
-                if verdict.passes() && decided.forward {
-                    let others = match metadata {
-                        DefinitionKind::Tool => self.other_tools(upstream, &ident, &listed),
-                        DefinitionKind::Prompt => Vec::new(),
-                    };
-                    let context = sha256_hex(
-                        format!(
-                            "{key}\n{}",
-                            others
-                                .iter()
-                                .map(|o| format!("{}/{}", o.server, o.name))
-                                .collect::<Vec<_>>()
-                                .join("\n")
-                        )
-                        .as_bytes(),
-                    );
-                    let log = self.tables().recorded.insert(context, ());
-                    let d = self
-                        .structural
-                        .definition_metadata(
-                            &self.inspector,
-                            metadata,
-                            &server,
-                            &ident,
-                            &raw,
-                            shown,
-                            &others,
-                            log,
-                        )
-                        .await
-                        .map_err(internal)?;
-                    shown = d.shown;
-                    verdict = d.verdict;
-                    hidden = d.hidden;
-                }
+            if verdict.passes() && decided.forward {
+                let d = self
+                    .metadata(upstream, kind, &key, &ident, &raw, shown, &listed)
+                    .await?;
+                shown = d.shown;
+                verdict = d.verdict;
+                hidden = d.hidden;
             }
             let mut t = self.tables();
             match kind {
@@ -723,6 +666,101 @@ impl Gateway {
             self.structural.listed_definitions(&server, shown);
         }
         Ok(visible)
+    }
+
+    /// [`Self::judge`] on an entry as listed; if it is a pinned definition whose
+    /// new version is withheld and `pins.on_change = "keep_pinned"`, judged again
+    /// on the pinned version, which the client keeps. Also what the server lists
+    /// now (`live`), which calls are checked against.
+    async fn judge_or_pinned(
+        &self,
+        upstream: usize,
+        kind: ListKind,
+        templates: bool,
+        pin: Option<&'static str>,
+        listed: &[String],
+        entry: Value,
+    ) -> Result<(Judged, Value), McpError> {
+        let server = self.upstreams[upstream].name();
+        let judged = self
+            .judge(upstream, kind, templates, pin, listed, entry, true)
+            .await?;
+        let fallback = match pin {
+            Some(pk) if !(judged.verdict.passes() && judged.decided.forward) => self
+                .structural
+                .pinned_fallback(server, pk, &judged.ident, &judged.raw)
+                .map_err(internal)?,
+            _ => None,
+        };
+        Ok(match fallback {
+            Some(pinned) => {
+                let live = judged.raw;
+                let shown = self
+                    .judge(upstream, kind, templates, pin, listed, pinned, false)
+                    .await?;
+                (shown, live)
+            }
+            None => {
+                let live = judged.raw.clone();
+                (judged, live)
+            }
+        })
+    }
+
+    /// The metadata controls on a listed tool or prompt the detector and the pins
+    /// let through ([`Structural::definition_metadata`]); resources pass.
+    /// Its record is written once per definition (`key`) and set of tools it is
+    /// compared with.
+    #[allow(clippy::too_many_arguments)]
+    async fn metadata(
+        &self,
+        upstream: usize,
+        kind: ListKind,
+        key: &str,
+        ident: &str,
+        raw: &Value,
+        shown: Value,
+        listed: &[String],
+    ) -> Result<ToolDecision, McpError> {
+        let (metadata, others) = match kind {
+            ListKind::Tools => (
+                DefinitionKind::Tool,
+                self.other_tools(upstream, ident, listed),
+            ),
+            ListKind::Prompts => (DefinitionKind::Prompt, Vec::new()),
+            ListKind::Resources => {
+                return Ok(ToolDecision {
+                    verdict: Verdict::Pass,
+                    shown,
+                    hidden: false,
+                })
+            }
+        };
+        let context = sha256_hex(
+            format!(
+                "{key}\n{}",
+                others
+                    .iter()
+                    .map(|o| format!("{}/{}", o.server, o.name))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
+            .as_bytes(),
+        );
+        let log = self.tables().recorded.insert(context, ());
+        self.structural
+            .definition_metadata(
+                &self.inspector,
+                metadata,
+                self.upstreams[upstream].name(),
+                ident,
+                raw,
+                shown,
+                &others,
+                log,
+            )
+            .await
+            .map_err(internal)
     }
 
     /// One listed entry through the detector (or its cached decision) and, if
@@ -1044,6 +1082,124 @@ impl Gateway {
         ))
     }
 
+    /// `tools/call`: route, the egress guard and the structural egress controls
+    /// on the arguments, forward, inspect the result, then the structural result
+    /// checks ([`Self::result_checks`]).
+    async fn call_tool(
+        &self,
+        mut r: rmcp::model::CallToolRequest,
+        ctx: &RequestContext<RoleServer>,
+        session: u64,
+    ) -> Result<ServerResult, McpError> {
+        let exposed = r.params.name.to_string();
+        let route = self
+            .route(Channel::ToolDefinition, &exposed, ctx, session)
+            .await?;
+        let server = self.upstreams[route.upstream].name().to_string();
+        let args = r
+            .params
+            .arguments
+            .clone()
+            .map(Value::Object)
+            .unwrap_or(Value::Object(Map::new()));
+        let egress = self
+            .inspector
+            .arguments(&server, &route.name, &args)
+            .await
+            .map_err(internal)?;
+        if !egress.forward {
+            return Ok(ServerResult::CallToolResult(withheld_result(&egress)));
+        }
+        // Structural egress controls: over-privileged parameters filled,
+        // labelled values flowing to another server or a sink.
+        let def = self
+            .tables()
+            .defs
+            .get(&(route.upstream, route.name.clone()))
+            .cloned();
+        let verdict = self
+            .structural
+            .call(&self.inspector, &server, &route.name, def.as_ref(), &args)
+            .await
+            .map_err(internal)?;
+        if !verdict.passes() {
+            return Ok(ServerResult::CallToolResult(held_result(
+                &verdict.message("this tool call"),
+            )));
+        }
+        r.params.name = route.name.clone().into();
+        let result = self
+            .forward(
+                route.upstream,
+                ClientRequest::CallToolRequest(r),
+                ctx,
+                session,
+            )
+            .await?;
+        let raw = to_value(&result)?;
+        let (out, result_record, passed) = self
+            .inspected_with_record(
+                Channel::ToolResult,
+                route.upstream,
+                Some(&route.name),
+                result,
+            )
+            .await?;
+        if !passed {
+            return Ok(out);
+        }
+        self.result_checks(&server, &route.name, &args, &raw, &result_record, out)
+            .await
+    }
+
+    /// The structural checks (tool transfer, result-borne rug pulls, taint
+    /// labels) on a result the detector let through, known from the gateway's own
+    /// decision (record `result_record`), never from the text of the result
+    /// (which the server writes). `out` as forwarded, or a held notice.
+    async fn result_checks(
+        &self,
+        server: &str,
+        tool: &str,
+        args: &Value,
+        raw: &Value,
+        result_record: &str,
+        out: ServerResult,
+    ) -> Result<ServerResult, McpError> {
+        let ServerResult::CallToolResult(forwarded) = &out else {
+            return Ok(out);
+        };
+        let shown = to_value(forwarded)?;
+        let known: Vec<String> = {
+            let t = self.tables();
+            t.tools
+                .keys()
+                .cloned()
+                .chain(t.defs.keys().map(|(_, n)| n.clone()))
+                .collect()
+        };
+        let v = self
+            .structural
+            .result(
+                &self.inspector,
+                server,
+                tool,
+                args,
+                raw,
+                &shown,
+                &known,
+                Some(result_record),
+            )
+            .await
+            .map_err(internal)?;
+        if v.passes() {
+            Ok(out)
+        } else {
+            Ok(ServerResult::CallToolResult(held_result(
+                &v.message("this tool result"),
+            )))
+        }
+    }
+
     async fn handle(
         &self,
         request: ClientRequest,
@@ -1081,98 +1237,7 @@ impl Gateway {
                     ServerResult::ListResourceTemplatesResult,
                 )
             }
-            ClientRequest::CallToolRequest(mut r) => {
-                let exposed = r.params.name.to_string();
-                let route = self
-                    .route(Channel::ToolDefinition, &exposed, &ctx, session)
-                    .await?;
-                let server = self.upstreams[route.upstream].name().to_string();
-                let args = r
-                    .params
-                    .arguments
-                    .clone()
-                    .map(Value::Object)
-                    .unwrap_or(Value::Object(Map::new()));
-                let egress = self
-                    .inspector
-                    .arguments(&server, &route.name, &args)
-                    .await
-                    .map_err(internal)?;
-                if !egress.forward {
-                    return Ok(ServerResult::CallToolResult(withheld_result(&egress)));
-                }
-                // Structural egress controls: over-privileged parameters filled,
-                // labelled values flowing to another server or a sink.
-                let def = self
-                    .tables()
-                    .defs
-                    .get(&(route.upstream, route.name.clone()))
-                    .cloned();
-                let verdict = self
-                    .structural
-                    .call(&self.inspector, &server, &route.name, def.as_ref(), &args)
-                    .await
-                    .map_err(internal)?;
-                if !verdict.passes() {
-                    return Ok(ServerResult::CallToolResult(held_result(
-                        &verdict.message("this tool call"),
-                    )));
-                }
-                r.params.name = route.name.clone().into();
-                let result = self
-                    .forward(
-                        route.upstream,
-                        ClientRequest::CallToolRequest(r),
-                        &ctx,
-                        session,
-                    )
-                    .await?;
-                let raw = to_value(&result)?;
-                let (out, result_record, passed) = self
-                    .inspected_with_record(
-                        Channel::ToolResult,
-                        route.upstream,
-                        Some(&route.name),
-                        result,
-                    )
-                    .await?;
-                // The structural result checks run on what the detector let
-                // through: known from the gateway's own decision, never from
-                // the text of the result (which the server writes).
-                if let (true, ServerResult::CallToolResult(forwarded)) = (passed, &out) {
-                    let shown = to_value(forwarded)?;
-                    {
-                        let known: Vec<String> = {
-                            let t = self.tables();
-                            t.tools
-                                .keys()
-                                .cloned()
-                                .chain(t.defs.keys().map(|(_, n)| n.clone()))
-                                .collect()
-                        };
-                        let v = self
-                            .structural
-                            .result(
-                                &self.inspector,
-                                &server,
-                                &route.name,
-                                &args,
-                                &raw,
-                                &shown,
-                                &known,
-                                Some(&result_record),
-                            )
-                            .await
-                            .map_err(internal)?;
-                        if !v.passes() {
-                            return Ok(ServerResult::CallToolResult(held_result(
-                                &v.message("this tool result"),
-                            )));
-                        }
-                    }
-                }
-                Ok(out)
-            }
+            ClientRequest::CallToolRequest(r) => self.call_tool(r, &ctx, session).await,
             ClientRequest::GetPromptRequest(mut r) => {
                 let exposed = r.params.name.to_string();
                 let route = self.route(Channel::Prompt, &exposed, &ctx, session).await?;
