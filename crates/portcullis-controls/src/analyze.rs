@@ -632,8 +632,8 @@ fn check_pin(
     rename_similarity: f64,
 ) -> Result<PinResult, StoreError> {
     let hash = pins::hash(def);
-    let result = match store.pin(server, kind, name)? {
-        Some(p) if p.hash == hash => {
+    let result = match pins::compare(store, server, kind, name, def, listed, rename_similarity)? {
+        pins::Compared::Unchanged(_) => {
             return Ok(PinResult {
                 state: PinState::Unchanged,
                 hash,
@@ -642,38 +642,27 @@ fn check_pin(
                 changes: Vec::new(),
             })
         }
-        Some(p) => PinResult {
+        pins::Compared::Changed(p, changes) => PinResult {
             state: PinState::Changed,
-            changes: pins::diff(&p.definition, def),
+            changes,
             previous_hash: Some(p.hash),
             previous_name: None,
             hash: hash.clone(),
         },
-        None => {
-            let renamed = store
-                .pins(server, kind)?
-                .into_iter()
-                .filter(|p| !listed.contains(&p.name))
-                .map(|p| (pins::similarity(&p.definition, def), p))
-                .filter(|(s, _)| *s >= rename_similarity)
-                .max_by(|a, b| a.0.total_cmp(&b.0));
-            match renamed {
-                Some((_, p)) => PinResult {
-                    state: PinState::Renamed,
-                    changes: pins::diff(&p.definition, def),
-                    previous_hash: Some(p.hash),
-                    previous_name: Some(p.name),
-                    hash: hash.clone(),
-                },
-                None => PinResult {
-                    state: PinState::New,
-                    hash: hash.clone(),
-                    previous_hash: None,
-                    previous_name: None,
-                    changes: Vec::new(),
-                },
-            }
-        }
+        pins::Compared::Renamed(p, changes) => PinResult {
+            state: PinState::Renamed,
+            changes,
+            previous_hash: Some(p.hash),
+            previous_name: Some(p.name),
+            hash: hash.clone(),
+        },
+        pins::Compared::New => PinResult {
+            state: PinState::New,
+            hash: hash.clone(),
+            previous_hash: None,
+            previous_name: None,
+            changes: Vec::new(),
+        },
     };
     store.set_pin(server, kind, name, &hash, def, None)?;
     Ok(result)

@@ -104,6 +104,59 @@ pub fn similarity(a: &Value, b: &Value) -> f64 {
     x.intersection(&y).count() as f64 / union as f64
 }
 
+/// A listed definition against its pin in the store: the one comparison behind
+/// the gateway's pin check and `audit`'s. Nothing is written; what to do about a
+/// change is the caller's policy.
+#[derive(Debug, Clone)]
+pub enum Compared {
+    /// Pinned, and the same.
+    Unchanged(crate::store::Pin),
+    /// Pinned under this name, and different: the changes, field by field.
+    Changed(crate::store::Pin, Vec<Change>),
+    /// Not pinned under this name, but at least `rename_similarity` like a pinned
+    /// definition that is no longer listed: a rename of it.
+    Renamed(crate::store::Pin, Vec<Change>),
+    /// Seen for the first time.
+    New,
+}
+
+/// Compare `definition`, listed by `server` as the `kind` named `name` next to
+/// the names in `listed`, with the pins in `store`.
+pub fn compare(
+    store: &crate::store::Store,
+    server: &str,
+    kind: &str,
+    name: &str,
+    definition: &Value,
+    listed: &[String],
+    rename_similarity: f64,
+) -> Result<Compared, crate::store::StoreError> {
+    let h = hash(definition);
+    Ok(match store.pin(server, kind, name)? {
+        Some(p) if p.hash == h => Compared::Unchanged(p),
+        Some(p) => {
+            let changes = diff(&p.definition, definition);
+            Compared::Changed(p, changes)
+        }
+        None => {
+            let renamed = store
+                .pins(server, kind)?
+                .into_iter()
+                .filter(|p| !listed.contains(&p.name))
+                .map(|p| (similarity(&p.definition, definition), p))
+                .filter(|(s, _)| *s >= rename_similarity)
+                .max_by(|a, b| a.0.total_cmp(&b.0));
+            match renamed {
+                Some((_, p)) => {
+                    let changes = diff(&p.definition, definition);
+                    Compared::Renamed(p, changes)
+                }
+                None => Compared::New,
+            }
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -970,9 +970,17 @@ impl Structural {
         }
         let hash = pins::hash(definition);
         let launch = self.launch_hash(server).map(str::to_string);
-        let pinned = self.store.pin(server, kind, name)?;
-        let (what, changes, previous) = match pinned {
-            Some(p) if p.hash == hash => {
+        let compared = pins::compare(
+            &self.store,
+            server,
+            kind,
+            name,
+            definition,
+            listed,
+            self.config.pins.rename_similarity,
+        )?;
+        let (what, changes, previous) = match compared {
+            pins::Compared::Unchanged(p) => {
                 // Unchanged under a new launch: the pin belongs to this launch now.
                 if let Some(l) = launch
                     .as_deref()
@@ -982,7 +990,7 @@ impl Structural {
                 }
                 return Ok(Verdict::Pass);
             }
-            Some(p) => {
+            pins::Compared::Changed(p, changes) => {
                 if self
                     .store
                     .remembered("allow", store::kind::DEFINITION, server, name, &hash)?
@@ -991,7 +999,6 @@ impl Structural {
                     // definition is pinned without review, and recorded.
                     self.store
                         .set_pin(server, kind, name, &hash, definition, launch.as_deref())?;
-                    let changes = pins::diff(&p.definition, definition);
                     inspector
                         .structural(
                             channel,
@@ -1009,37 +1016,15 @@ impl Structural {
                         .await?;
                     return Ok(Verdict::Pass);
                 }
-                let changes = pins::diff(&p.definition, definition);
                 ("changed", changes, Some(p))
             }
-            None => {
-                let renamed = self
-                    .store
-                    .pins(server, kind)?
-                    .into_iter()
-                    .filter(|p| !listed.contains(&p.name))
-                    .map(|p| (pins::similarity(&p.definition, definition), p))
-                    .filter(|(s, _)| *s >= self.config.pins.rename_similarity)
-                    .max_by(|a, b| a.0.total_cmp(&b.0));
-                match renamed {
-                    Some((_, p)) => {
-                        let changes = pins::diff(&p.definition, definition);
-                        ("renamed", changes, Some(p))
-                    }
-                    None if self.config.pins.first_sight == FirstSight::Pin => {
-                        self.store.set_pin(
-                            server,
-                            kind,
-                            name,
-                            &hash,
-                            definition,
-                            launch.as_deref(),
-                        )?;
-                        return Ok(Verdict::Pass);
-                    }
-                    None => ("new", Vec::new(), None),
-                }
+            pins::Compared::Renamed(p, changes) => ("renamed", changes, Some(p)),
+            pins::Compared::New if self.config.pins.first_sight == FirstSight::Pin => {
+                self.store
+                    .set_pin(server, kind, name, &hash, definition, launch.as_deref())?;
+                return Ok(Verdict::Pass);
             }
+            pins::Compared::New => ("new", Vec::new(), None),
         };
         // Held: reuse the pending (or denied) item for exactly this version.
         if let Some(item) = self
