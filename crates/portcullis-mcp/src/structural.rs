@@ -301,6 +301,31 @@ pub struct OtherTool {
     pub name: String,
 }
 
+/// What the egress controls found on one call, as they find it.
+#[derive(Debug)]
+struct CallFindings {
+    findings: Vec<Finding>,
+    reasons: Vec<String>,
+    /// What a remembered approval of the call is keyed by.
+    allow_keys: Vec<String>,
+    /// The strongest action of any finding.
+    action: FlowAction,
+    /// Each tainted value's way from its origin to this call, for the review item.
+    taint_path: Vec<Value>,
+}
+
+impl Default for CallFindings {
+    fn default() -> Self {
+        CallFindings {
+            findings: Vec::new(),
+            reasons: Vec::new(),
+            allow_keys: Vec::new(),
+            action: FlowAction::Allow,
+            taint_path: Vec::new(),
+        }
+    }
+}
+
 /// A taint finding's severity: low when its flow is allowed.
 fn flow_severity(a: FlowAction) -> Severity {
     if a == FlowAction::Allow {
@@ -631,120 +656,20 @@ impl Structural {
         args: &Value,
     ) -> Result<Verdict, StructuralError> {
         let fp = pins::hash(&json!({"server": server, "tool": tool, "arguments": args}));
-        let mut findings = Vec::new();
-        let mut reasons = Vec::new();
-        let mut allow_keys = Vec::new();
-        let mut action = FlowAction::Allow;
+        let mut flow = CallFindings::default();
         if let (true, Some(def)) = (self.config.params.enabled, def) {
-            if self.config.params.action != ParamAction::Flag {
-                for o in portcullis_controls::params::find(def) {
-                    let Some(ap) = &o.arg_path else { continue };
-                    if !portcullis_controls::params::filled(args, ap) {
-                        continue;
-                    }
-                    if self
-                        .store
-                        .remembered("allow", store::kind::CALL, server, tool, &o.path)?
-                    {
-                        continue;
-                    }
-                    let arg = ap.iter().fold("$".to_string(), |p, s| {
-                        if s == "[]" {
-                            format!("{p}[*]")
-                        } else {
-                            format!("{p}{}", key_segment(s))
-                        }
-                    });
-                    findings.push(finding(
-                        &format!("op.{}", o.category),
-                        "over_privileged_parameter",
-                        Severity::High,
-                        &arg,
-                        format!("fills {} (schema {})", o.category.replace('_', " "), o.path),
-                    ));
-                    reasons.push(format!(
-                        "params: the call fills the over-privileged parameter {arg} ({})",
-                        o.category.replace('_', " ")
-                    ));
-                    allow_keys.push(o.path.clone());
-                    action = stronger(action, FlowAction::Hold);
-                }
-            }
+            self.filled_parameters(&mut flow, server, tool, def, args)?;
         }
-        let mut taint_path = Vec::new();
         if self.config.taint.enabled {
-            let matches = {
-                let mut t = self.taint();
-                let m = t.matches(args);
-                t.add_sent(args);
-                m
-            };
-            let class = portcullis_controls::taint::class_of(&self.config.taint, server, tool, def);
-            let sink = class == ToolClass::Sink;
-            for m in matches {
-                let cross = m.label.server != server;
-                let (rule, a) = flow_rule(&self.config.taint, &m, cross, sink);
-                let key = format!("taint:{}/{}", m.label.server, m.label.tool);
-                let a = self.unless_remembered(a, server, tool, &key)?;
-                let source = format!(
-                    "{}/{} (record {}{})",
-                    m.label.server,
-                    m.label.tool,
-                    m.label.record_id,
-                    if m.label.sensitive { ", sensitive" } else { "" }
-                );
-                findings.push(finding(
-                    rule,
-                    "taint",
-                    flow_severity(a),
-                    &m.arg_path,
-                    format!("value {} from {source}, {}", m.hint, m.how),
-                ));
-                reasons.push(format!(
-                    "taint: {} carries a value from {source} ({}) into {server}/{tool} ({}); {:?}",
-                    m.arg_path,
-                    m.how,
-                    if sink { "a sink" } else { "not a sink" },
-                    a
-                ));
-                taint_path.push(json!({
-                    "argument": m.arg_path, "encoding": m.how, "value": m.hint,
-                    "origin_server": m.label.server, "origin_tool": m.label.tool,
-                    "origin_record": m.label.record_id, "sensitive": m.label.sensitive,
-                    "source": m.label.source, "target_server": server, "target_tool": tool,
-                    "target_class": if sink { "sink" } else { "normal" }, "rule": rule,
-                }));
-                allow_keys.push(key);
-                action = stronger(action, a);
-            }
-            let from_definitions = self.definitions().matches(server, tool, args);
-            for m in from_definitions {
-                let key = format!("definition:{}/{}", m.origin_server, m.origin_tool);
-                let a = self.unless_remembered(self.config.taint.definition, server, tool, &key)?;
-                let source = m.source();
-                findings.push(finding(
-                    "taint.definition",
-                    "taint",
-                    flow_severity(a),
-                    &m.arg_path,
-                    format!("value {} written in {source}", m.hint),
-                ));
-                reasons.push(format!(
-                    "taint: {} carries a value written in {source} into {server}/{tool}; {:?}",
-                    m.arg_path, a
-                ));
-                taint_path.push(json!({
-                    "argument": m.arg_path, "encoding": "token", "value": m.hint,
-                    "origin_server": m.origin_server, "origin_tool": m.origin_tool,
-                    "origin_record": null, "sensitive": false, "source": "definition",
-                    "target_server": server, "target_tool": tool,
-                    "target_class": if sink { "sink" } else { "normal" },
-                    "rule": "taint.definition",
-                }));
-                allow_keys.push(key);
-                action = stronger(action, a);
-            }
+            self.tainted_values(&mut flow, server, tool, def, args)?;
         }
+        let CallFindings {
+            findings,
+            mut reasons,
+            allow_keys,
+            mut action,
+            taint_path,
+        } = flow;
         if findings.is_empty() {
             return Ok(Verdict::Pass);
         }
@@ -795,39 +720,181 @@ impl Structural {
                     allow_keys,
                     record: serde_json::to_value(&record).unwrap_or(Value::Null),
                 })?;
-                let wait = self.config.review.call_timeout_secs;
-                if wait == 0 {
+                if self.config.review.call_timeout_secs == 0 {
                     return Ok(v);
                 }
-                let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(wait);
-                while tokio::time::Instant::now() < deadline {
-                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-                    match self.store.item(item.id)?.map(|i| i.status) {
-                        Some(s)
-                            if s == store::APPROVED
-                                && self.store.take_call_approval(server, tool, &fp)?.is_some() =>
-                        {
-                            return Ok(Verdict::Pass);
-                        }
-                        Some(s) if s == store::DENIED => {
-                            return Ok(Verdict::Held {
-                                record_id: item.record_id,
-                                queue_id: Some(item.id),
-                                why: "denied at review".into(),
-                            })
-                        }
-                        _ => {}
-                    }
-                }
-                Ok(Verdict::Held {
-                    record_id: item.record_id,
-                    queue_id: Some(item.id),
-                    why: format!(
-                        "no decision within review.call_timeout_secs = {wait}; failed closed"
-                    ),
-                })
+                self.wait_for_review(item, server, tool, &fp).await
             }
         }
+    }
+
+    /// Over-privileged parameters the call fills (unless `params.action = "flag"`
+    /// or an approval is remembered for the parameter): held.
+    fn filled_parameters(
+        &self,
+        flow: &mut CallFindings,
+        server: &str,
+        tool: &str,
+        def: &Value,
+        args: &Value,
+    ) -> Result<(), StructuralError> {
+        if self.config.params.action == ParamAction::Flag {
+            return Ok(());
+        }
+        for o in portcullis_controls::params::find(def) {
+            let Some(ap) = &o.arg_path else { continue };
+            if !portcullis_controls::params::filled(args, ap) {
+                continue;
+            }
+            if self
+                .store
+                .remembered("allow", store::kind::CALL, server, tool, &o.path)?
+            {
+                continue;
+            }
+            let arg = ap.iter().fold("$".to_string(), |p, s| {
+                if s == "[]" {
+                    format!("{p}[*]")
+                } else {
+                    format!("{p}{}", key_segment(s))
+                }
+            });
+            flow.findings.push(finding(
+                &format!("op.{}", o.category),
+                "over_privileged_parameter",
+                Severity::High,
+                &arg,
+                format!("fills {} (schema {})", o.category.replace('_', " "), o.path),
+            ));
+            flow.reasons.push(format!(
+                "params: the call fills the over-privileged parameter {arg} ({})",
+                o.category.replace('_', " ")
+            ));
+            flow.allow_keys.push(o.path.clone());
+            flow.action = stronger(flow.action, FlowAction::Hold);
+        }
+        Ok(())
+    }
+
+    /// Values of the arguments that a server returned earlier (taint labels) or
+    /// that another tool's definition wrote (operands), each under its flow rule.
+    fn tainted_values(
+        &self,
+        flow: &mut CallFindings,
+        server: &str,
+        tool: &str,
+        def: Option<&Value>,
+        args: &Value,
+    ) -> Result<(), StructuralError> {
+        let matches = {
+            let mut t = self.taint();
+            let m = t.matches(args);
+            t.add_sent(args);
+            m
+        };
+        let class = portcullis_controls::taint::class_of(&self.config.taint, server, tool, def);
+        let sink = class == ToolClass::Sink;
+        for m in matches {
+            let cross = m.label.server != server;
+            let (rule, a) = flow_rule(&self.config.taint, &m, cross, sink);
+            let key = format!("taint:{}/{}", m.label.server, m.label.tool);
+            let a = self.unless_remembered(a, server, tool, &key)?;
+            let source = format!(
+                "{}/{} (record {}{})",
+                m.label.server,
+                m.label.tool,
+                m.label.record_id,
+                if m.label.sensitive { ", sensitive" } else { "" }
+            );
+            flow.findings.push(finding(
+                rule,
+                "taint",
+                flow_severity(a),
+                &m.arg_path,
+                format!("value {} from {source}, {}", m.hint, m.how),
+            ));
+            flow.reasons.push(format!(
+                "taint: {} carries a value from {source} ({}) into {server}/{tool} ({}); {:?}",
+                m.arg_path,
+                m.how,
+                if sink { "a sink" } else { "not a sink" },
+                a
+            ));
+            flow.taint_path.push(json!({
+                "argument": m.arg_path, "encoding": m.how, "value": m.hint,
+                "origin_server": m.label.server, "origin_tool": m.label.tool,
+                "origin_record": m.label.record_id, "sensitive": m.label.sensitive,
+                "source": m.label.source, "target_server": server, "target_tool": tool,
+                "target_class": if sink { "sink" } else { "normal" }, "rule": rule,
+            }));
+            flow.allow_keys.push(key);
+            flow.action = stronger(flow.action, a);
+        }
+        let from_definitions = self.definitions().matches(server, tool, args);
+        for m in from_definitions {
+            let key = format!("definition:{}/{}", m.origin_server, m.origin_tool);
+            let a = self.unless_remembered(self.config.taint.definition, server, tool, &key)?;
+            let source = m.source();
+            flow.findings.push(finding(
+                "taint.definition",
+                "taint",
+                flow_severity(a),
+                &m.arg_path,
+                format!("value {} written in {source}", m.hint),
+            ));
+            flow.reasons.push(format!(
+                "taint: {} carries a value written in {source} into {server}/{tool}; {:?}",
+                m.arg_path, a
+            ));
+            flow.taint_path.push(json!({
+                "argument": m.arg_path, "encoding": "token", "value": m.hint,
+                "origin_server": m.origin_server, "origin_tool": m.origin_tool,
+                "origin_record": null, "sensitive": false, "source": "definition",
+                "target_server": server, "target_tool": tool,
+                "target_class": if sink { "sink" } else { "normal" },
+                "rule": "taint.definition",
+            }));
+            flow.allow_keys.push(key);
+            flow.action = stronger(flow.action, a);
+        }
+        Ok(())
+    }
+
+    /// A held call waits up to `review.call_timeout_secs` for its review item's
+    /// decision, then fails closed.
+    async fn wait_for_review(
+        &self,
+        item: QueueItem,
+        server: &str,
+        tool: &str,
+        fp: &str,
+    ) -> Result<Verdict, StructuralError> {
+        let wait = self.config.review.call_timeout_secs;
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(wait);
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            match self.store.item(item.id)?.map(|i| i.status) {
+                Some(s)
+                    if s == store::APPROVED
+                        && self.store.take_call_approval(server, tool, fp)?.is_some() =>
+                {
+                    return Ok(Verdict::Pass);
+                }
+                Some(s) if s == store::DENIED => {
+                    return Ok(Verdict::Held {
+                        record_id: item.record_id,
+                        queue_id: Some(item.id),
+                        why: "denied at review".into(),
+                    })
+                }
+                _ => {}
+            }
+        }
+        Ok(Verdict::Held {
+            record_id: item.record_id,
+            queue_id: Some(item.id),
+            why: format!("no decision within review.call_timeout_secs = {wait}; failed closed"),
+        })
     }
 
     /// A forwarded tool result: tool transfer (TT) check, then its values are
