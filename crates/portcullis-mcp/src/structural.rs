@@ -1094,27 +1094,8 @@ impl Structural {
             pins::Compared::New => ("new", Vec::new(), None),
         };
         // Held: reuse the pending (or denied) item for exactly this version.
-        if let Some(item) = self
-            .store
-            .latest(store::kind::DEFINITION, server, name, &hash)?
-        {
-            match item.status.as_str() {
-                store::PENDING => {
-                    return Ok(Verdict::Held {
-                        record_id: item.record_id,
-                        queue_id: Some(item.id),
-                        why: item.summary,
-                    })
-                }
-                store::DENIED => {
-                    return Ok(Verdict::Held {
-                        record_id: item.record_id,
-                        queue_id: Some(item.id),
-                        why: format!("denied at review: {}", item.summary),
-                    })
-                }
-                _ => {}
-            }
+        if let Some(held) = self.held_already(server, name, &hash)? {
+            return Ok(held);
         }
         // A definition that changed (or was renamed) together with the server's
         // launch is filed as such: still held, but not presented as a rug pull.
@@ -1122,59 +1103,14 @@ impl Structural {
             Some(p) => self.launch_change_since(server, p)?,
             None => None,
         };
-        let shown = if self.keeps_pinned(&changes) {
-            "the client is shown the pinned version"
-        } else {
-            "the tool is withheld"
-        };
-        let (what, rule, summary) = match (what, &previous, &launch_change) {
-            ("changed", Some(p), Some(l)) => (
-                "launch_changed",
-                "pin.launch_changed",
-                format!(
-                    "the server's launch changed since the {kind} {name:?} was pinned ({}), and \
-                     its definition changed with it ({} field(s)); the new version is held until \
-                     approved, {shown} (pinned {})",
-                    l.describe(),
-                    changes.len(),
-                    p.hash.get(..12).unwrap_or(&p.hash)
-                ),
-            ),
-            ("renamed", Some(p), Some(l)) => (
-                "renamed",
-                "pin.renamed",
-                format!(
-                    "{name:?} is a rename of the pinned {kind} {:?} (definition near-identical), \
-                     seen after the server's launch changed ({}); withheld until approved",
-                    p.name,
-                    l.describe()
-                ),
-            ),
-            ("changed", Some(p), None) => (
-                "changed",
-                "pin.changed",
-                format!(
-                    "the {kind} definition of {name:?} changed since it was pinned ({} field(s)); \
-                     the new version is held until approved, {shown} (pinned {})",
-                    changes.len(),
-                    p.hash.get(..12).unwrap_or(&p.hash)
-                ),
-            ),
-            ("renamed", Some(p), None) => (
-                "renamed",
-                "pin.renamed",
-                format!(
-                    "{name:?} is a rename of the pinned {kind} {:?} (definition near-identical); \
-                     withheld until approved",
-                    p.name
-                ),
-            ),
-            _ => (
-                "new",
-                "pin.new",
-                format!("{name:?} is a {kind} seen for the first time; first_sight = hold"),
-            ),
-        };
+        let (what, rule, summary) = self.hold_summary(
+            what,
+            kind,
+            name,
+            &changes,
+            previous.as_ref(),
+            launch_change.as_ref(),
+        );
         let mut findings = change_findings(rule, &changes);
         if what == "launch_changed" {
             // Less suspect than a change on its own; still held.
@@ -1245,6 +1181,102 @@ impl Structural {
             queue_id: Some(item.id),
             why: summary,
         })
+    }
+
+    /// The pending or denied review item of exactly this version of a
+    /// definition, as the verdict to give again; `None` if there is none.
+    fn held_already(
+        &self,
+        server: &str,
+        name: &str,
+        hash: &str,
+    ) -> Result<Option<Verdict>, StoreError> {
+        let Some(item) = self
+            .store
+            .latest(store::kind::DEFINITION, server, name, hash)?
+        else {
+            return Ok(None);
+        };
+        Ok(match item.status.as_str() {
+            store::PENDING => Some(Verdict::Held {
+                record_id: item.record_id,
+                queue_id: Some(item.id),
+                why: item.summary,
+            }),
+            store::DENIED => Some(Verdict::Held {
+                record_id: item.record_id,
+                queue_id: Some(item.id),
+                why: format!("denied at review: {}", item.summary),
+            }),
+            _ => None,
+        })
+    }
+
+    /// What a held definition is (`changed`, `renamed`, `launch_changed`,
+    /// `new`), its rule, and the summary the record, the review item and the
+    /// client's notice carry.
+    fn hold_summary(
+        &self,
+        what: &'static str,
+        kind: &str,
+        name: &str,
+        changes: &[pins::Change],
+        previous: Option<&store::Pin>,
+        launch_change: Option<&LaunchChange>,
+    ) -> (&'static str, &'static str, String) {
+        let shown = if self.keeps_pinned(changes) {
+            "the client is shown the pinned version"
+        } else {
+            "the tool is withheld"
+        };
+        match (what, previous, launch_change) {
+            ("changed", Some(p), Some(l)) => (
+                "launch_changed",
+                "pin.launch_changed",
+                format!(
+                    "the server's launch changed since the {kind} {name:?} was pinned ({}), and \
+                     its definition changed with it ({} field(s)); the new version is held until \
+                     approved, {shown} (pinned {})",
+                    l.describe(),
+                    changes.len(),
+                    p.hash.get(..12).unwrap_or(&p.hash)
+                ),
+            ),
+            ("renamed", Some(p), Some(l)) => (
+                "renamed",
+                "pin.renamed",
+                format!(
+                    "{name:?} is a rename of the pinned {kind} {:?} (definition near-identical), \
+                     seen after the server's launch changed ({}); withheld until approved",
+                    p.name,
+                    l.describe()
+                ),
+            ),
+            ("changed", Some(p), None) => (
+                "changed",
+                "pin.changed",
+                format!(
+                    "the {kind} definition of {name:?} changed since it was pinned ({} field(s)); \
+                     the new version is held until approved, {shown} (pinned {})",
+                    changes.len(),
+                    p.hash.get(..12).unwrap_or(&p.hash)
+                ),
+            ),
+            ("renamed", Some(p), None) => (
+                "renamed",
+                "pin.renamed",
+                format!(
+                    "{name:?} is a rename of the pinned {kind} {:?} (definition near-identical); \
+                     withheld until approved",
+                    p.name
+                ),
+            ),
+            _ => (
+                "new",
+                "pin.new",
+                format!("{name:?} is a {kind} seen for the first time; first_sight = hold"),
+            ),
+        }
     }
 
     /// `Allow` if a reviewer approved this flow (`key`) into `server`/`tool` with
