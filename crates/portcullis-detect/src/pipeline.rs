@@ -281,104 +281,10 @@ impl Detector {
             .iter()
             .map(|s| StageAcc::new(s.name(), s.weight(&self.config, h.channel)))
             .collect();
-        let mut masks = Vec::new();
-        for (index, item) in items.iter().enumerate() {
-            let (kind, target) = kind_and_target(item.channel, item.is_key);
-            let t = Instant::now();
-            let mut normalized = normalize(&item.text, kind, &self.config.normalize);
-            let found = std::mem::take(&mut normalized.findings);
-            norm.findings.extend(with_path(found, item));
-            norm.micros += micros(t);
-            let input = StageInput {
-                item,
-                normalized: &normalized,
-                target,
-                allowlisted: &allowlisted,
-            };
-            // What the learned stages read: the text with the client's own words
-            // that the server quotes blanked out (same length, so spans hold).
-            let unquoted = quoted
-                .get(&index)
-                .and_then(|ranges| {
-                    let mut text = item.text.clone().into_bytes();
-                    let len = text.len();
-                    for r in ranges.iter().filter(|r| r.end <= len) {
-                        text[r.clone()].fill(b' ');
-                    }
-                    // Marks cover whole matches, so this holds; if it did not, the
-                    // learned stages would read the whole text.
-                    String::from_utf8(text).ok()
-                })
-                .map(|text| {
-                    let normalized = normalize(&text, kind, &self.config.normalize);
-                    let item = Item {
-                        text,
-                        ..item.clone()
-                    };
-                    (item, normalized)
-                });
-            let learned_input = unquoted.as_ref().map(|(item, normalized)| StageInput {
-                item,
-                normalized,
-                target,
-                allowlisted: &allowlisted,
-            });
-            for (stage, acc) in self.stages.iter().zip(accs.iter_mut()) {
-                if !stage.applies(item) {
-                    continue;
-                }
-                let t = Instant::now();
-                let input = match &learned_input {
-                    Some(unquoted) if stage.learned() => unquoted,
-                    _ => &input,
-                };
-                let result = stage.run(input);
-                acc.findings.extend(with_path(result.findings, item));
-                // A structure's learned score is its most suspicious field's.
-                if let Some(s) = result.score {
-                    if acc.score.is_none_or(|m| s > m) {
-                        acc.evidence = result.evidence.map(|mut e| {
-                            e.path = e.path.or_else(|| item.path.clone());
-                            e
-                        });
-                    }
-                    acc.score = Some(acc.score.map_or(s, |m: f64| m.max(s)));
-                }
-                if let Some(m) = result.masked {
-                    masks.push((index, m));
-                }
-                acc.ran = true;
-                acc.micros += micros(t);
-            }
-        }
+        let masks = self.run_stages(items, quoted, &allowlisted, &mut norm, &mut accs);
 
         let thresholds = self.config.thresholds_for(h.channel);
-        let mut stage_outputs = Vec::new();
-        let mut weighted = Vec::new();
-        for mut acc in std::iter::once(norm).chain(accs) {
-            if !acc.ran {
-                continue;
-            }
-            for f in &mut acc.findings {
-                f.allowlisted = allowlisted(&f.rule);
-            }
-            let score = acc.score.unwrap_or_else(|| {
-                policy::stage_score(&acc.findings, &self.config.severity_weights)
-            });
-            weighted.push((acc.weight, score));
-            let flagged = acc.score.map_or_else(
-                || !policy::counted_rules(&acc.findings).is_empty(),
-                |s| s >= thresholds.review,
-            );
-            stage_outputs.push(StageOutput {
-                name: acc.name.into(),
-                score,
-                label: if flagged { "flagged" } else { "clean" }.into(),
-                findings: acc.findings,
-                latency_us: acc.micros,
-                evidence: acc.evidence,
-            });
-        }
+        let (stage_outputs, weighted) = self.stage_outputs(norm, accs, &thresholds, &allowlisted);
         let masked = masks.last().map(|(_, m)| m.clone());
         let score = policy::fuse(weighted);
         let by_score = policy::decide(score, &thresholds);
@@ -422,22 +328,7 @@ impl Detector {
             h.channel,
             masked.is_some(),
         );
-        if !quoted.is_empty() {
-            let bytes: usize = quoted.values().flatten().map(|r| r.len()).sum();
-            let fields: Vec<&str> = quoted
-                .keys()
-                .filter_map(|&i| items.get(i).and_then(|it| it.path.as_deref()))
-                .collect();
-            reasons.push(format!(
-                "quoted: {bytes} bytes of {} quote the client's own answers to this \
-                 server; the learned stages did not score them",
-                if fields.is_empty() {
-                    "the text".to_string()
-                } else {
-                    fields.join(", ")
-                }
-            ));
-        }
+        reasons.extend(quoted_reason(quoted, items));
         let review = reviewed.map(|r| {
             reasons.extend(r.reason);
             reasons.extend(refused);
@@ -470,6 +361,127 @@ impl Detector {
             masked,
             masks,
         }
+    }
+
+    /// Every item through normalization and every registered stage that applies
+    /// to it, into the stages' accumulators; the masked texts, by item.
+    fn run_stages(
+        &self,
+        items: &[Item],
+        quoted: &extract::Quoted,
+        allowlisted: &dyn Fn(&str) -> bool,
+        norm: &mut StageAcc,
+        accs: &mut [StageAcc],
+    ) -> Vec<(usize, String)> {
+        let mut masks = Vec::new();
+        for (index, item) in items.iter().enumerate() {
+            let (kind, target) = kind_and_target(item.channel, item.is_key);
+            let t = Instant::now();
+            let mut normalized = normalize(&item.text, kind, &self.config.normalize);
+            let found = std::mem::take(&mut normalized.findings);
+            norm.findings.extend(with_path(found, item));
+            norm.micros += micros(t);
+            let input = StageInput {
+                item,
+                normalized: &normalized,
+                target,
+                allowlisted,
+            };
+            // What the learned stages read: the text with the client's own words
+            // that the server quotes blanked out (same length, so spans hold).
+            let unquoted = quoted
+                .get(&index)
+                .and_then(|ranges| {
+                    let mut text = item.text.clone().into_bytes();
+                    let len = text.len();
+                    for r in ranges.iter().filter(|r| r.end <= len) {
+                        text[r.clone()].fill(b' ');
+                    }
+                    // Marks cover whole matches, so this holds; if it did not, the
+                    // learned stages would read the whole text.
+                    String::from_utf8(text).ok()
+                })
+                .map(|text| {
+                    let normalized = normalize(&text, kind, &self.config.normalize);
+                    let item = Item {
+                        text,
+                        ..item.clone()
+                    };
+                    (item, normalized)
+                });
+            let learned_input = unquoted.as_ref().map(|(item, normalized)| StageInput {
+                item,
+                normalized,
+                target,
+                allowlisted,
+            });
+            for (stage, acc) in self.stages.iter().zip(accs.iter_mut()) {
+                if !stage.applies(item) {
+                    continue;
+                }
+                let t = Instant::now();
+                let input = match &learned_input {
+                    Some(unquoted) if stage.learned() => unquoted,
+                    _ => &input,
+                };
+                let result = stage.run(input);
+                acc.findings.extend(with_path(result.findings, item));
+                // A structure's learned score is its most suspicious field's.
+                if let Some(s) = result.score {
+                    if acc.score.is_none_or(|m| s > m) {
+                        acc.evidence = result.evidence.map(|mut e| {
+                            e.path = e.path.or_else(|| item.path.clone());
+                            e
+                        });
+                    }
+                    acc.score = Some(acc.score.map_or(s, |m: f64| m.max(s)));
+                }
+                if let Some(m) = result.masked {
+                    masks.push((index, m));
+                }
+                acc.ran = true;
+                acc.micros += micros(t);
+            }
+        }
+        masks
+    }
+
+    /// Each stage that ran as its record output (findings marked allowlisted,
+    /// its score, flagged or clean), and its (weight, score) for fusion.
+    fn stage_outputs(
+        &self,
+        norm: StageAcc,
+        accs: Vec<StageAcc>,
+        thresholds: &Thresholds,
+        allowlisted: &dyn Fn(&str) -> bool,
+    ) -> (Vec<StageOutput>, Vec<(f64, f64)>) {
+        let mut stage_outputs = Vec::new();
+        let mut weighted = Vec::new();
+        for mut acc in std::iter::once(norm).chain(accs) {
+            if !acc.ran {
+                continue;
+            }
+            for f in &mut acc.findings {
+                f.allowlisted = allowlisted(&f.rule);
+            }
+            let score = acc.score.unwrap_or_else(|| {
+                policy::stage_score(&acc.findings, &self.config.severity_weights)
+            });
+            weighted.push((acc.weight, score));
+            let flagged = acc.score.map_or_else(
+                || !policy::counted_rules(&acc.findings).is_empty(),
+                |s| s >= thresholds.review,
+            );
+            stage_outputs.push(StageOutput {
+                name: acc.name.into(),
+                score,
+                label: if flagged { "flagged" } else { "clean" }.into(),
+                findings: acc.findings,
+                latency_us: acc.micros,
+                evidence: acc.evidence,
+            });
+        }
+        (stage_outputs, weighted)
     }
 }
 
@@ -616,4 +628,26 @@ fn reasons(
         out.push("secrets/PII in the tool result are masked before forwarding".into());
     }
     out
+}
+
+/// The reason that says which bytes the learned stages did not score because
+/// they quote the client's own answers; `None` when nothing is quoted.
+fn quoted_reason(quoted: &extract::Quoted, items: &[Item]) -> Option<String> {
+    if quoted.is_empty() {
+        return None;
+    }
+    let bytes: usize = quoted.values().flatten().map(|r| r.len()).sum();
+    let fields: Vec<&str> = quoted
+        .keys()
+        .filter_map(|&i| items.get(i).and_then(|it| it.path.as_deref()))
+        .collect();
+    Some(format!(
+        "quoted: {bytes} bytes of {} quote the client's own answers to this \
+         server; the learned stages did not score them",
+        if fields.is_empty() {
+            "the text".to_string()
+        } else {
+            fields.join(", ")
+        }
+    ))
 }
