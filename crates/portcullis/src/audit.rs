@@ -76,7 +76,8 @@ pub struct AuditArgs {
     pub include_disabled: bool,
     /// A gateway configuration (`proxy --config`): decide as that gateway would,
     /// under its `[names]`, `[params]`, `[redirection]` and `[pins]` policies and
-    /// its `detector` (unless `--detector` is given). Default: a gateway's defaults.
+    /// its `detector` (unless `--detector` or `--preset` is given). Default: a
+    /// gateway's defaults.
     #[arg(long, value_name = "GATEWAY.toml")]
     pub gateway_config: Option<PathBuf>,
     /// Detector configuration (as `scan --config`). Default: the gateway
@@ -274,10 +275,12 @@ fn load_detector(
     gateway: Option<&GatewayConfig>,
 ) -> Result<portcullis_detect::Detector> {
     DetectorArgs {
-        config: args
-            .detector
-            .clone()
-            .or_else(|| gateway.and_then(|g| g.detector.clone())),
+        // An explicit `--detector` or `--preset` wins over the gateway's detector.
+        config: args.detector.clone().or_else(|| {
+            gateway
+                .filter(|_| args.preset.is_none())
+                .and_then(|g| g.detector.clone())
+        }),
         preset: args.preset,
         rules: args.rules.clone(),
         lexical: false,

@@ -743,3 +743,30 @@ fn an_audit_of_the_reference_servers_and_the_attack_server_finds_the_planted_pro
         assert_eq!(status(name), "ALLOW", "{name}");
     }
 }
+
+#[test]
+fn a_gateway_configuration_that_cannot_be_read_stops_the_audit_and_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("snap.json"), snapshot().to_string()).unwrap();
+    std::fs::write(dir.path().join("bad.toml"), "[names]\naction = \"shout\"\n").unwrap();
+    for (file, says) in [("missing.toml", "missing.toml"), ("bad.toml", "bad.toml")] {
+        let o = run(
+            &[
+                "audit",
+                "--offline",
+                "snap.json",
+                "--no-pins",
+                "--gateway-config",
+                file,
+            ],
+            dir.path(),
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_ne!(code(&o), 0, "{err}");
+        assert!(o.stdout.is_empty(), "no report on a bad configuration");
+        assert!(
+            err.contains("reading the gateway configuration") && err.contains(says),
+            "{err}"
+        );
+    }
+}
