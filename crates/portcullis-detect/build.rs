@@ -1,7 +1,13 @@
 //! Embeds every `rules/*.toml` of the repository into the binary, so that a new
-//! rule category is one new file: no list to edit; and the trained lexical model.
+//! rule category is one new file: no list to edit; the egress guard's formats
+//! (`rules/egress/formats.toml`, checked here and turned into a Rust table); and the
+//! trained lexical model.
 use std::fmt::Write as _;
 use std::path::PathBuf;
+
+// The check and the generator of the formats table, shared with the crate's tests.
+#[path = "src/guard/format_table.rs"]
+mod format_table;
 
 fn main() {
     let manifest =
@@ -31,6 +37,18 @@ fn main() {
     src.push_str("];\n");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     std::fs::write(out_dir.join("embedded_rules.rs"), src).expect("write embedded_rules.rs");
+
+    let formats = manifest
+        .join("../../rules/egress/formats.toml")
+        .canonicalize()
+        .expect("rules/egress/formats.toml exists");
+    println!("cargo:rerun-if-changed={}", formats.display());
+    let text = std::fs::read_to_string(&formats).expect("rules/egress/formats.toml is readable");
+    let src = match format_table::rust_table(&text, &formats.display().to_string()) {
+        Ok(src) => src,
+        Err(e) => panic!("{e}"),
+    };
+    std::fs::write(out_dir.join("egress_formats.rs"), src).expect("write egress_formats.rs");
 
     // The trained lexical model, if one has been trained and committed. Without it
     // the stage cannot be enabled (start-up fails with the command that trains it).

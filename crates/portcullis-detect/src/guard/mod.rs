@@ -75,6 +75,8 @@ const MAX_EXCERPT_CHARS: usize = 120;
 
 mod entropy;
 mod excerpt;
+#[cfg(test)]
+mod format_table;
 mod formats;
 #[cfg(test)]
 mod tests;
@@ -365,7 +367,7 @@ impl EgressGuard {
             cands.push(Cand {
                 start: m.start(),
                 end,
-                rank: RANK_PEM,
+                rank: SPECS[idx].rank,
                 what: What::Pem {
                     spec: idx,
                     header_end: m.end(),

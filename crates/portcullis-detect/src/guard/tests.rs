@@ -896,3 +896,60 @@ fn benign_text_has_no_findings() {
         `cargo test --workspace`. Meeting on 2026-11-29 at 10:30, room 4B. ";
     expect_none(&g, &text.repeat(4));
 }
+
+#[test]
+fn formats_file_negatives_fire_nothing_of_their_rule() {
+    let g = guard();
+    assert!(NEGATIVES.len() >= 10, "{}", NEGATIVES.len());
+    for (rule, text) in NEGATIVES {
+        expect_not(&g, text, rule);
+    }
+}
+
+#[test]
+fn formats_file_is_the_table_the_guard_runs() {
+    let text = include_str!("../../../../rules/egress/formats.toml");
+    let table = super::format_table::rust_table(text, "formats.toml").unwrap();
+    assert_eq!(table.matches("    Spec {").count(), SPECS.len());
+    for s in SPECS {
+        assert!(
+            table.contains(&format!("pattern: {:?}", s.pattern)),
+            "{}",
+            s.rule
+        );
+    }
+}
+
+#[test]
+fn a_bad_formats_file_is_refused_with_its_line() {
+    let good = "version = 1\n\n[[format]]\nrule = \"egress.x\"\npattern = 'x[0-9]{4}'\n\
+                kind = \"secret\"\nseverity = \"high\"\nrank = 80\nedge = \"token\"\n\
+                check = \"any\"\nshow = \"prefix\"\nshow_chars = 1\n";
+    assert!(super::format_table::rust_table(good, "f.toml").is_ok());
+    let second = format!("{good}\n{}", good.replacen("version = 1\n\n", "", 1));
+    for (from, to, expect) in [
+        (
+            "kind = \"secret\"",
+            "kind = \"secrett\"",
+            "kind = \"secrett\" is not one of",
+        ),
+        ("pattern = 'x[0-9]{4}'", "pattern = 'x[0-9'", "pattern:"),
+        ("rank = 80", "rank = 100", "rank 100 is not between"),
+        (
+            "rule = \"egress.x\"",
+            "rule = \"x\"",
+            "start with `egress.`",
+        ),
+        ("show_chars = 1\n", "", "needs show_chars"),
+        ("check = \"any\"", "check = \"luhn\"", "check = \"luhn\""),
+    ] {
+        // The second [[format]] is the bad one: the error names its line, 14.
+        let pos = second.rfind(from).unwrap();
+        let bad = format!("{}{to}{}", &second[..pos], &second[pos + from.len()..]);
+        let err = super::format_table::rust_table(&bad, "f.toml").unwrap_err();
+        assert!(err.starts_with("f.toml:14: "), "{err}");
+        assert!(err.contains(expect), "{err}");
+    }
+    let err = super::format_table::rust_table(&good.replace("rank", "rnak"), "f.toml").unwrap_err();
+    assert!(err.contains("f.toml") && err.contains("line 8"), "{err}");
+}
