@@ -14,10 +14,11 @@ use crate::audit::AuditLog;
 use crate::config::GatewayConfig;
 use crate::inspect::{Inspector, Outcome};
 use crate::router::{client_progress_token, withheld_error, ListKind, Router};
-use crate::structural::{Structural, ToolDecision, Verdict};
+use crate::structural::{
+    pin_kind, DefinitionKind, OtherTool, Relation, ReviewStatus, StoreError, Structural,
+    ToolDecision, Verdict,
+};
 use crate::upstream::{options, Upstream, UpstreamError};
-use portcullis_controls::metadata::DefinitionKind;
-use portcullis_controls::pins;
 use portcullis_core::{sha256_hex, Channel};
 use portcullis_detect::Detector;
 use rmcp::model::{
@@ -44,7 +45,7 @@ pub enum GatewayError {
     #[error(transparent)]
     Inspect(#[from] crate::inspect::InspectError),
     #[error(transparent)]
-    Store(#[from] portcullis_controls::store::StoreError),
+    Store(#[from] StoreError),
     #[error(transparent)]
     Structural(#[from] crate::structural::StructuralError),
 }
@@ -567,9 +568,9 @@ impl Gateway {
             .map(|e| entry_ident(kind, templates, e))
             .collect();
         let pin = match (kind, templates) {
-            (ListKind::Tools, _) => Some(pins::kind::TOOL),
-            (ListKind::Prompts, _) => Some(pins::kind::PROMPT),
-            (ListKind::Resources, true) => Some(pins::kind::RESOURCE_TEMPLATE),
+            (ListKind::Tools, _) => Some(pin_kind::TOOL),
+            (ListKind::Prompts, _) => Some(pin_kind::PROMPT),
+            (ListKind::Resources, true) => Some(pin_kind::RESOURCE_TEMPLATE),
             (ListKind::Resources, false) => None,
         };
         for entry in entries {
@@ -794,12 +795,8 @@ impl Gateway {
             None => {
                 // Over-privileged parameters are stripped before inspection
                 // (policy `strip`): the detector judges what the model is shown.
-                if kind == ListKind::Tools
-                    && self.config.params.enabled
-                    && self.config.params.action == crate::config::ParamAction::Strip
-                {
-                    let ops = portcullis_controls::params::find(&entry);
-                    portcullis_controls::params::strip(&mut entry, &ops);
+                if kind == ListKind::Tools {
+                    self.structural.strip_over_privileged(&mut entry);
                 }
                 let out: Outcome = match kind {
                     ListKind::Tools => self.inspector.tool(&server, &mut entry).await,
@@ -848,20 +845,14 @@ impl Gateway {
     /// The tools to compare `name` of `upstream` with: other upstreams' (as last
     /// seen) and its siblings in the listing being decided (`listed`, whole, so
     /// the order of the listing does not matter).
-    fn other_tools(
-        &self,
-        upstream: usize,
-        name: &str,
-        listed: &[String],
-    ) -> Vec<crate::structural::OtherTool> {
-        use portcullis_controls::names::Relation;
+    fn other_tools(&self, upstream: usize, name: &str, listed: &[String]) -> Vec<OtherTool> {
         let me = self.upstreams[upstream].name();
         let t = self.tables();
         let mut out: Vec<_> = t
             .defs
             .keys()
             .filter(|(u, _)| *u != upstream)
-            .map(|(u, n)| crate::structural::OtherTool {
+            .map(|(u, n)| OtherTool {
                 server: self.upstreams[*u].name().to_string(),
                 relation: if *u < upstream {
                     Relation::EarlierServer
@@ -870,13 +861,16 @@ impl Gateway {
                 },
                 name: n.clone(),
             })
-            .chain(listed.iter().filter(|n| n.as_str() != name).map(|n| {
-                crate::structural::OtherTool {
-                    server: me.to_string(),
-                    relation: Relation::SameServer,
-                    name: n.clone(),
-                }
-            }))
+            .chain(
+                listed
+                    .iter()
+                    .filter(|n| n.as_str() != name)
+                    .map(|n| OtherTool {
+                        server: me.to_string(),
+                        relation: Relation::SameServer,
+                        name: n.clone(),
+                    }),
+            )
             .collect();
         out.sort_by(|a, b| (&a.server, &a.name).cmp(&(&b.server, &b.name)));
         out
@@ -919,20 +913,15 @@ impl Gateway {
             let status = match &v {
                 Verdict::Held {
                     queue_id: Some(q), ..
-                } => self
-                    .structural
-                    .store
-                    .item(*q)
-                    .map_err(internal)?
-                    .map(|i| i.status),
+                } => self.structural.review_status(*q).map_err(internal)?,
                 _ => None,
             };
-            if let (Some(s), Verdict::Held { why, .. }) = (&status, &mut v) {
-                if s == portcullis_controls::store::DENIED && !why.starts_with("denied at review") {
+            if let (Some(ReviewStatus::Denied), Verdict::Held { why, .. }) = (status, &mut v) {
+                if !why.starts_with("denied at review") {
                     *why = format!("denied at review: {why}");
                 }
             }
-            if status.as_deref() == Some(portcullis_controls::store::APPROVED) {
+            if status == Some(ReviewStatus::Approved) {
                 self.tables().held.remove(&(channel, key.to_string()));
             } else {
                 let (record, queue) = match &v {
@@ -1549,7 +1538,7 @@ async fn merged_info(
                         inspector,
                         Channel::ServerInstructions,
                         up.name(),
-                        pins::kind::INSTRUCTIONS,
+                        pin_kind::INSTRUCTIONS,
                         "",
                         &Value::String(text.clone()),
                         &[String::new()],

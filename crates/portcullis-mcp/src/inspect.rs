@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use portcullis_controls::STAGE_STRUCTURAL;
+use crate::structural::STAGE_STRUCTURAL;
 
 /// Messages up to this size (serialized bytes) are inspected on the calling task;
 /// see [`Inspector::run`].
@@ -367,7 +367,7 @@ impl Inspector {
             &findings,
             &self.detector.config().severity_weights,
         );
-        let text = portcullis_controls::pins::canonical(input);
+        let text = portcullis_core::canonical_json(input);
         let stage = StageOutput {
             name: STAGE_STRUCTURAL.into(),
             score,

@@ -1,16 +1,21 @@
-//! The structural controls as the gateway uses them: pin checks on every listed
-//! definition, review-queue filing and the decision records of both. The analyzers
-//! themselves are in [`portcullis_controls::pins`], [`portcullis_controls::names`], [`portcullis_controls::params`],
-//! [`portcullis_controls::taint`] and [`portcullis_controls::redirect`]; the state is in [`portcullis_controls::store`].
+//! The structural controls as the gateway uses them, and the gateway's one
+//! interface to `portcullis-controls`: pin checks on every listed definition,
+//! over-privileged parameters, taint and redirect checks on calls and results,
+//! review-queue filing and the decision records of all of them. The analyzers
+//! themselves are in [`portcullis_controls::pins`], [`portcullis_controls::names`],
+//! [`portcullis_controls::params`], [`portcullis_controls::taint`] and
+//! [`portcullis_controls::redirect`]; the state is in [`portcullis_controls::store`].
+//! The rest of the gateway names only [`Structural`] and the few types re-exported
+//! here (`tests/boundary.rs` checks it).
 
 use crate::config::{FirstSight, FlowAction, GatewayConfig, OnChange, ParamAction, ToolClass};
 use crate::inspect::{gateway_record, InputDigest, InspectError, Inspector, RecordHeader};
 use portcullis_controls::finding::{change_findings, finding};
 use portcullis_controls::launch::{Launch, LaunchChange};
-use portcullis_controls::metadata::{DefinitionKind, MetadataFindings, MetadataPolicy, Neighbour};
+use portcullis_controls::metadata::{MetadataFindings, MetadataPolicy, Neighbour};
 use portcullis_controls::operands::DefinitionValues;
 use portcullis_controls::pins;
-use portcullis_controls::store::{self, NewItem, QueueItem, Store, StoreError};
+use portcullis_controls::store::{self, NewItem, QueueItem, Store};
 use portcullis_controls::taint::{Label, TaintStore};
 use portcullis_core::jsonpath::key_segment;
 use portcullis_core::{Action, Channel, DecisionRecord, Finding, Severity, StageOutput, Status};
@@ -18,6 +23,21 @@ use portcullis_detect::RecordMeta;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Mutex;
+
+/// What the rest of the gateway needs to name of the controls.
+pub use portcullis_controls::metadata::DefinitionKind;
+pub use portcullis_controls::names::Relation;
+pub use portcullis_controls::pins::kind as pin_kind;
+pub use portcullis_controls::store::StoreError;
+pub use portcullis_controls::STAGE_STRUCTURAL;
+
+/// Where a review item stands, as the gateway acts on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReviewStatus {
+    Pending,
+    Approved,
+    Denied,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StructuralError {
@@ -169,8 +189,8 @@ pub fn review_record(
 /// Pins, queue, taint, records.
 #[derive(Debug)]
 pub struct Structural {
-    pub store: Store,
-    pub config: GatewayConfig,
+    store: Store,
+    config: GatewayConfig,
     /// Each server's launch in this run, with its hash.
     launches: HashMap<String, (String, Launch)>,
     /// Servers whose launch changed since their last run.
@@ -297,7 +317,7 @@ pub struct ToolDecision {
 #[derive(Debug, Clone)]
 pub struct OtherTool {
     pub server: String,
-    pub relation: portcullis_controls::names::Relation,
+    pub relation: Relation,
     pub name: String,
 }
 
@@ -1326,6 +1346,25 @@ impl Structural {
             return Ok(None);
         }
         Ok(Some(p.definition))
+    }
+
+    /// The state of review item `id` as it is stored now (so an approval made by
+    /// `portcullis review` in any process counts at once); `None`: no such item.
+    pub fn review_status(&self, id: i64) -> Result<Option<ReviewStatus>, StoreError> {
+        Ok(self.store.item(id)?.map(|i| match i.status.as_str() {
+            store::APPROVED => ReviewStatus::Approved,
+            store::DENIED => ReviewStatus::Denied,
+            _ => ReviewStatus::Pending,
+        }))
+    }
+
+    /// A listed tool as the detector should judge it: with its over-privileged
+    /// parameters removed when the policy strips them (the model is shown the same).
+    pub fn strip_over_privileged(&self, tool: &mut Value) {
+        if self.config.params.enabled && self.config.params.action == ParamAction::Strip {
+            let ops = portcullis_controls::params::find(tool);
+            portcullis_controls::params::strip(tool, &ops);
+        }
     }
 
     /// File an item (or find the pending one) and return the verdict naming it.
