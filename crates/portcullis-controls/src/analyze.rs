@@ -365,54 +365,16 @@ pub fn analyze(
         if server.error.is_some() {
             continue;
         }
-        let mut defs: Vec<Def<'_>> = Vec::new();
-        if let Some(v) = &instructions[si] {
-            defs.push(Def {
-                kind: DefKind::Instructions,
-                name: "instructions".into(),
-                value: v,
-            });
-        }
-        for (kind, list) in [
-            (DefKind::Tool, &server.tools),
-            (DefKind::Prompt, &server.prompts),
-            (DefKind::Resource, &server.resources),
-            (DefKind::ResourceTemplate, &server.resource_templates),
-        ] {
-            for v in list {
-                defs.push(Def {
-                    kind,
-                    name: ident(kind, v),
-                    value: v,
-                });
-            }
-        }
+        let defs = server_defs(server, instructions[si].as_ref());
         for def in &defs {
             let listed: Vec<String> = defs
                 .iter()
                 .filter(|d| d.kind == def.kind)
                 .map(|d| d.name.clone())
                 .collect();
-            let record = if opts.detector {
-                // The detector judges what the gateway would show the model:
-                // over-privileged parameters stripped under `params.action = "strip"`.
-                let stripped = (def.kind == DefKind::Tool
-                    && opts.params.enabled
-                    && opts.params.action == ParamAction::Strip)
-                    .then(|| {
-                        let mut v = def.value.clone();
-                        crate::params::strip(&mut v, &crate::params::find(def.value));
-                        v
-                    });
-                let shown = Def {
-                    kind: def.kind,
-                    name: def.name.clone(),
-                    value: stripped.as_ref().unwrap_or(def.value),
-                };
-                Some(inspect(detector, &server.name, &shown, meta()))
-            } else {
-                None
-            };
+            let record = opts
+                .detector
+                .then(|| detector_record(detector, &server.name, def, opts, meta()));
             let mut checked = match def.kind.metadata() {
                 Some(kind) => metadata::check(
                     kind,
@@ -440,37 +402,7 @@ pub fn analyze(
                 _ => None,
             };
             if let Some(p) = &pin {
-                match p.state {
-                    PinState::Changed => {
-                        checked
-                            .findings
-                            .extend(change_findings("pin.changed", &p.changes));
-                        checked.hold = true;
-                        checked.reasons.push(format!(
-                            "pins: the definition changed since the last audit ({} field(s))",
-                            p.changes.len()
-                        ));
-                    }
-                    PinState::Renamed => {
-                        checked.hold = true;
-                        checked.findings.push(finding(
-                            "pin.renamed",
-                            "pin",
-                            Severity::High,
-                            "$.name",
-                            format!(
-                                "{:?} -> {:?}",
-                                p.previous_name.as_deref().unwrap_or("?"),
-                                def.name
-                            ),
-                        ));
-                        checked.reasons.push(format!(
-                            "pins: a rename of {:?} (definition near-identical)",
-                            p.previous_name.as_deref().unwrap_or("?")
-                        ));
-                    }
-                    PinState::New | PinState::Unchanged => {}
-                }
+                add_pin_findings(&mut checked, p, &def.name);
             }
             let structural = (!checked.is_empty())
                 .then(|| structural_record(detector, &server.name, def, checked, meta()));
@@ -481,18 +413,7 @@ pub fn analyze(
                 .max()
                 .unwrap_or(Status::Allow);
             for r in record.iter().chain(structural.iter()) {
-                let source = if r.stages.iter().any(|s| s.name == STAGE_STRUCTURAL) {
-                    "structural"
-                } else {
-                    "detector"
-                };
-                for f in r.findings() {
-                    out.findings
-                        .push(flatten(&server.name, def, f, source, r.status, &r.id));
-                }
-                if let Some(f) = score_finding(&server.name, def, r) {
-                    out.findings.push(f);
-                }
+                push_findings(&mut out.findings, &server.name, def, r);
             }
             out.entries.push(Entry {
                 server: server.name.clone(),
@@ -506,6 +427,110 @@ pub fn analyze(
         }
     }
     Ok(out)
+}
+
+/// Every definition of one server, instructions first, then tools, prompts,
+/// resources and templates in listing order.
+fn server_defs<'a>(server: &'a ServerSnapshot, instructions: Option<&'a Value>) -> Vec<Def<'a>> {
+    let mut defs: Vec<Def<'_>> = Vec::new();
+    if let Some(v) = instructions {
+        defs.push(Def {
+            kind: DefKind::Instructions,
+            name: "instructions".into(),
+            value: v,
+        });
+    }
+    for (kind, list) in [
+        (DefKind::Tool, &server.tools),
+        (DefKind::Prompt, &server.prompts),
+        (DefKind::Resource, &server.resources),
+        (DefKind::ResourceTemplate, &server.resource_templates),
+    ] {
+        for v in list {
+            defs.push(Def {
+                kind,
+                name: ident(kind, v),
+                value: v,
+            });
+        }
+    }
+    defs
+}
+
+/// The detector's record of a definition as the gateway would show it to the
+/// model: over-privileged parameters stripped under `params.action = "strip"`.
+fn detector_record(
+    detector: &Detector,
+    server: &str,
+    def: &Def<'_>,
+    opts: &AnalyzeOptions,
+    meta: RecordMeta,
+) -> DecisionRecord {
+    let stripped = (def.kind == DefKind::Tool
+        && opts.params.enabled
+        && opts.params.action == ParamAction::Strip)
+        .then(|| {
+            let mut v = def.value.clone();
+            crate::params::strip(&mut v, &crate::params::find(def.value));
+            v
+        });
+    let shown = Def {
+        kind: def.kind,
+        name: def.name.clone(),
+        value: stripped.as_ref().unwrap_or(def.value),
+    };
+    inspect(detector, server, &shown, meta)
+}
+
+/// A changed or renamed pin holds the definition, with its findings and reason.
+fn add_pin_findings(checked: &mut MetadataFindings, p: &PinResult, name: &str) {
+    match p.state {
+        PinState::Changed => {
+            checked
+                .findings
+                .extend(change_findings("pin.changed", &p.changes));
+            checked.hold = true;
+            checked.reasons.push(format!(
+                "pins: the definition changed since the last audit ({} field(s))",
+                p.changes.len()
+            ));
+        }
+        PinState::Renamed => {
+            checked.hold = true;
+            checked.findings.push(finding(
+                "pin.renamed",
+                "pin",
+                Severity::High,
+                "$.name",
+                format!(
+                    "{:?} -> {:?}",
+                    p.previous_name.as_deref().unwrap_or("?"),
+                    name
+                ),
+            ));
+            checked.reasons.push(format!(
+                "pins: a rename of {:?} (definition near-identical)",
+                p.previous_name.as_deref().unwrap_or("?")
+            ));
+        }
+        PinState::New | PinState::Unchanged => {}
+    }
+}
+
+/// The findings of one record of a definition, flattened for the report (with a
+/// finding for the detector's score when it alone decided).
+fn push_findings(out: &mut Vec<AuditFinding>, server: &str, def: &Def<'_>, r: &DecisionRecord) {
+    let source = if r.stages.iter().any(|s| s.name == STAGE_STRUCTURAL) {
+        "structural"
+    } else {
+        "detector"
+    };
+    for f in r.findings() {
+        out.push(flatten(server, def, f, source, r.status, &r.id));
+    }
+    if let Some(f) = score_finding(server, def, r) {
+        out.push(f);
+    }
 }
 
 fn inspect(detector: &Detector, server: &str, def: &Def<'_>, meta: RecordMeta) -> DecisionRecord {

@@ -1057,61 +1057,22 @@ impl Structural {
         }
         let hash = pins::hash(definition);
         let launch = self.launch_hash(server).map(str::to_string);
-        let compared = pins::compare(
-            &self.store,
-            server,
-            kind,
-            name,
-            definition,
-            listed,
-            self.config.pins.rename_similarity,
-        )?;
-        let (what, changes, previous) = match compared {
-            pins::Compared::Unchanged(p) => {
-                // Unchanged under a new launch: the pin belongs to this launch now.
-                if let Some(l) = launch
-                    .as_deref()
-                    .filter(|l| live && p.launch.as_deref() != Some(*l))
-                {
-                    self.store.set_pin_launch(server, kind, name, l)?;
-                }
-                return Ok(Verdict::Pass);
-            }
-            pins::Compared::Changed(p, changes) => {
-                if self
-                    .store
-                    .remembered("allow", store::kind::DEFINITION, server, name, &hash)?
-                {
-                    // A remembered approval: every later change of this
-                    // definition is pinned without review, and recorded.
-                    self.store
-                        .set_pin(server, kind, name, &hash, definition, launch.as_deref())?;
-                    inspector
-                        .structural(
-                            channel,
-                            server,
-                            Some(name),
-                            definition,
-                            change_findings("pin.changed", &changes),
-                            Status::Allow,
-                            Action::Pass,
-                            vec![format!(
-                                "the {kind} definition changed since it was pinned; re-pinned \
-                                 under a remembered approval"
-                            )],
-                        )
-                        .await?;
-                    return Ok(Verdict::Pass);
-                }
-                ("changed", changes, Some(p))
-            }
-            pins::Compared::Renamed(p, changes) => ("renamed", changes, Some(p)),
-            pins::Compared::New if self.config.pins.first_sight == FirstSight::Pin => {
-                self.store
-                    .set_pin(server, kind, name, &hash, definition, launch.as_deref())?;
-                return Ok(Verdict::Pass);
-            }
-            pins::Compared::New => ("new", Vec::new(), None),
+        let Some((what, changes, previous)) = self
+            .settle_known(
+                inspector,
+                channel,
+                server,
+                kind,
+                name,
+                definition,
+                listed,
+                &hash,
+                launch.as_deref(),
+                live,
+            )
+            .await?
+        else {
+            return Ok(Verdict::Pass);
         };
         // Held: reuse the pending (or denied) item for exactly this version.
         if let Some(held) = self.held_already(server, name, &hash)? {
@@ -1131,22 +1092,7 @@ impl Structural {
             previous.as_ref(),
             launch_change.as_ref(),
         );
-        let mut findings = change_findings(rule, &changes);
-        if what == "launch_changed" {
-            // Less suspect than a change on its own; still held.
-            for f in &mut findings {
-                f.severity = Severity::Medium;
-            }
-        }
-        if findings.is_empty() {
-            findings.push(finding(
-                rule,
-                "pin",
-                Severity::High,
-                "$",
-                format!("{name:?}"),
-            ));
-        }
+        let findings = hold_findings(what, rule, name, &changes);
         let record = inspector
             .structural(
                 channel,
@@ -1159,48 +1105,144 @@ impl Structural {
                 vec![summary.clone()],
             )
             .await?;
-        let mut all_findings = serde_json::to_value(&findings).unwrap_or(Value::Null);
-        if let (Some(d), Value::Array(a)) = (detector, &mut all_findings) {
+        let item = self.file_definition_hold(DefinitionHold {
+            server,
+            kind,
+            name,
+            definition,
+            hash: &hash,
+            what,
+            summary: &summary,
+            findings: &findings,
+            detector,
+            changes: &changes,
+            previous: previous.as_ref(),
+            launch: launch.as_deref(),
+            launch_change: launch_change.as_ref(),
+            record: &record,
+        })?;
+        Ok(Verdict::Held {
+            record_id: item.record_id,
+            queue_id: Some(item.id),
+            why: summary,
+        })
+    }
+
+    /// A listed definition against its pin: `None` when it passes (unchanged, re-pinned
+    /// under a remembered approval, or pinned at first sight), else what is held
+    /// ("changed", "renamed" or "new"), the changes and the pin it is compared with.
+    #[allow(clippy::too_many_arguments)]
+    async fn settle_known(
+        &self,
+        inspector: &Inspector,
+        channel: Channel,
+        server: &str,
+        kind: &str,
+        name: &str,
+        definition: &Value,
+        listed: &[String],
+        hash: &str,
+        launch: Option<&str>,
+        live: bool,
+    ) -> Result<Option<(&'static str, Vec<pins::Change>, Option<store::Pin>)>, StructuralError>
+    {
+        let compared = pins::compare(
+            &self.store,
+            server,
+            kind,
+            name,
+            definition,
+            listed,
+            self.config.pins.rename_similarity,
+        )?;
+        Ok(match compared {
+            pins::Compared::Unchanged(p) => {
+                // Unchanged under a new launch: the pin belongs to this launch now.
+                if let Some(l) = launch.filter(|l| live && p.launch.as_deref() != Some(*l)) {
+                    self.store.set_pin_launch(server, kind, name, l)?;
+                }
+                return Ok(None);
+            }
+            pins::Compared::Changed(p, changes) => {
+                if self
+                    .store
+                    .remembered("allow", store::kind::DEFINITION, server, name, hash)?
+                {
+                    // A remembered approval: every later change of this
+                    // definition is pinned without review, and recorded.
+                    self.store
+                        .set_pin(server, kind, name, hash, definition, launch)?;
+                    inspector
+                        .structural(
+                            channel,
+                            server,
+                            Some(name),
+                            definition,
+                            change_findings("pin.changed", &changes),
+                            Status::Allow,
+                            Action::Pass,
+                            vec![format!(
+                                "the {kind} definition changed since it was pinned; re-pinned \
+                                 under a remembered approval"
+                            )],
+                        )
+                        .await?;
+                    return Ok(None);
+                }
+                Some(("changed", changes, Some(p)))
+            }
+            pins::Compared::Renamed(p, changes) => Some(("renamed", changes, Some(p))),
+            pins::Compared::New if self.config.pins.first_sight == FirstSight::Pin => {
+                self.store
+                    .set_pin(server, kind, name, hash, definition, launch)?;
+                return Ok(None);
+            }
+            pins::Compared::New => Some(("new", Vec::new(), None)),
+        })
+    }
+    /// Files the review item of a held definition (its findings with the
+    /// detector's, the diff, both versions and the launch) and says so in the log
+    /// when the server's launch changed too.
+    fn file_definition_hold(&self, h: DefinitionHold<'_>) -> Result<QueueItem, StoreError> {
+        let mut all_findings = serde_json::to_value(h.findings).unwrap_or(Value::Null);
+        if let (Some(d), Value::Array(a)) = (h.detector, &mut all_findings) {
             for f in d.findings() {
                 a.push(serde_json::to_value(f).unwrap_or(Value::Null));
             }
         }
         let (item, _) = self.store.enqueue(NewItem {
             kind: store::kind::DEFINITION.into(),
-            server: server.into(),
-            name: name.into(),
-            fingerprint: hash.clone(),
-            record_id: record.id.clone(),
-            summary: summary.clone(),
+            server: h.server.into(),
+            name: h.name.into(),
+            fingerprint: h.hash.into(),
+            record_id: h.record.id.clone(),
+            summary: h.summary.into(),
             findings: all_findings,
-            diff: serde_json::to_value(&changes).unwrap_or(Value::Null),
+            diff: serde_json::to_value(h.changes).unwrap_or(Value::Null),
             detail: json!({
-                "pin_kind": kind,
-                "change": what,
-                "hash": hash,
-                "definition": definition,
-                "previous_name": previous.as_ref().map(|p| p.name.clone()),
-                "previous_hash": previous.as_ref().map(|p| p.hash.clone()),
-                "previous_definition": previous.as_ref().map(|p| p.definition.clone()),
-                "launch_hash": launch,
-                "launch": launch_change.as_ref().map(LaunchChange::detail),
+                "pin_kind": h.kind,
+                "change": h.what,
+                "hash": h.hash,
+                "definition": h.definition,
+                "previous_name": h.previous.map(|p| p.name.clone()),
+                "previous_hash": h.previous.map(|p| p.hash.clone()),
+                "previous_definition": h.previous.map(|p| p.definition.clone()),
+                "launch_hash": h.launch,
+                "launch": h.launch_change.map(LaunchChange::detail),
             }),
             allow_keys: vec!["*".into()],
-            record: serde_json::to_value(&record).unwrap_or(Value::Null),
+            record: serde_json::to_value(h.record).unwrap_or(Value::Null),
         })?;
-        if launch_change.is_some() {
+        if h.launch_change.is_some() {
             tracing::warn!(
-                server,
+                server = h.server,
                 item = item.id,
-                "{summary}: `portcullis review show {}`, then approve or deny it",
+                "{}: `portcullis review show {}`, then approve or deny it",
+                h.summary,
                 item.id
             );
         }
-        Ok(Verdict::Held {
-            record_id: item.record_id,
-            queue_id: Some(item.id),
-            why: summary,
-        })
+        Ok(item)
     }
 
     /// The pending or denied review item of exactly this version of a
@@ -1406,6 +1448,47 @@ fn taint_cutoff(config: &GatewayConfig) -> u64 {
         0 => 0,
         ttl => portcullis_controls::taint::now_secs().saturating_sub(ttl),
     }
+}
+
+/// The findings of a held definition: its changes under `rule` (medium when the
+/// server's launch changed too: less suspect than a change on its own), or one
+/// high finding naming it when there are no changes (a new definition).
+fn hold_findings(what: &str, rule: &str, name: &str, changes: &[pins::Change]) -> Vec<Finding> {
+    let mut findings = change_findings(rule, changes);
+    if what == "launch_changed" {
+        // Less suspect than a change on its own; still held.
+        for f in &mut findings {
+            f.severity = Severity::Medium;
+        }
+    }
+    if findings.is_empty() {
+        findings.push(finding(
+            rule,
+            "pin",
+            Severity::High,
+            "$",
+            format!("{name:?}"),
+        ));
+    }
+    findings
+}
+
+/// What the review item of a held definition is filed with.
+struct DefinitionHold<'a> {
+    server: &'a str,
+    kind: &'a str,
+    name: &'a str,
+    definition: &'a Value,
+    hash: &'a str,
+    what: &'a str,
+    summary: &'a str,
+    findings: &'a [Finding],
+    detector: Option<&'a DecisionRecord>,
+    changes: &'a [pins::Change],
+    previous: Option<&'a store::Pin>,
+    launch: Option<&'a str>,
+    launch_change: Option<&'a LaunchChange>,
+    record: &'a DecisionRecord,
 }
 
 #[cfg(test)]

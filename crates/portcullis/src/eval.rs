@@ -209,94 +209,11 @@ fn evaluate(args: EvalArgs) -> Result<ExitCode> {
         }
     };
     let rules = load_rules()?;
-    let mut train: HashSet<String> = all
-        .iter()
-        .filter(|it| it.split.as_deref() == Some("train"))
-        .map(EvalItem::dedup_key)
-        .collect();
-    let mut reference = vec![format!(
-        "{} distinct texts of the train split of {}",
-        train.len(),
-        args.corpus.display()
-    )];
-    for f in &args.references {
-        let t = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
-        let (items, errs) = input::parse_items(&t, &f.display().to_string());
-        for e in &errs {
-            eprintln!("error: {e} (reference line skipped)");
-        }
-        reference.push(format!("{} records of {}", items.len(), f.display()));
-        train.extend(items.iter().map(EvalItem::dedup_key));
-    }
-    let rule_examples: HashSet<String> = rules
-        .rules()
-        .iter()
-        .flat_map(|r| r.positive.iter().chain(&r.negative))
-        .map(|t| input::normalize_text(t))
-        .collect();
-    reference.push(format!(
-        "{} distinct positive/negative examples of {} rules",
-        rule_examples.len(),
-        rules.rules().len()
-    ));
-    input::mark_overlap(&mut all, &train, &rule_examples);
+    let reference = mark_reference_overlap(&args, &mut all, &rules)?;
 
-    // Which records are evaluated, and in which subset each is reported.
-    let every = args.splits.iter().any(|s| s == "all") || all.iter().all(|it| it.split.is_none());
-    let items: Vec<EvalItem> = all
-        .into_iter()
-        .filter(|it| every || it.split.as_ref().is_some_and(|s| args.splits.contains(s)))
-        .collect();
-    if items.is_empty() {
-        bail!(
-            "no record of {} is in split(s) {:?}",
-            args.corpus.display(),
-            args.splits
-        );
-    }
-    let subset_of: Vec<String> = items
-        .iter()
-        .map(|it| it.split.clone().unwrap_or_else(|| "all".into()))
-        .collect();
-    let subsets: Vec<String> = if every {
-        let mut v: Vec<String> = Vec::new();
-        for s in &subset_of {
-            if !v.contains(s) {
-                v.push(s.clone());
-            }
-        }
-        v
-    } else {
-        args.splits.clone()
-    };
+    let (items, subset_of, subsets) = select_items(&args, all)?;
 
-    let base = base_config(&args.detector)?;
-    let specs: Vec<(String, String)> = if args.ablations.is_empty() {
-        vec![(args.name.clone(), "base".into())]
-    } else {
-        args.ablations
-            .iter()
-            .map(|a| match a.split_once('=') {
-                Some((n, s)) if !n.trim().is_empty() => Ok((n.trim().to_string(), s.to_string())),
-                _ => bail!("--ablation {a:?}: expected NAME=SPEC"),
-            })
-            .collect::<Result<_>>()?
-    };
-    let mut names = HashSet::new();
-    for (n, _) in &specs {
-        if !names.insert(slug(n)) {
-            bail!("two configurations would share the record file of {n:?}");
-        }
-    }
-    let detectors: Vec<(String, String, Detector)> = specs
-        .into_iter()
-        .map(|(name, spec)| {
-            let config = ablation(&base, &spec).with_context(|| format!("ablation {name}"))?;
-            let d = Detector::new(config, load_rules()?)
-                .with_context(|| format!("building the detector of {name}"))?;
-            Ok((name, spec, d))
-        })
-        .collect::<Result<_>>()?;
+    let detectors = build_detectors(&args, &load_rules)?;
 
     let plan = RunPlan {
         runs: args.runs,
@@ -352,20 +269,142 @@ fn evaluate(args: EvalArgs) -> Result<ExitCode> {
         });
     }
     bar.finish_and_clear();
-    let mut files = Vec::new();
-    if let Some(dir) = &args.out {
-        let rec_dir = dir.join("records");
-        std::fs::create_dir_all(&rec_dir)
-            .with_context(|| format!("creating {}", rec_dir.display()))?;
-        for c in &all_records {
-            let f = rec_dir.join(format!("{}.jsonl", slug(&c.meta.config)));
-            records::write(&f, c)?;
-            files.push(f);
-        }
-    }
+    let files = match &args.out {
+        Some(dir) => write_records(dir, &all_records)?,
+        None => Vec::new(),
+    };
     let report = analysis::analyze(&all_records).map_err(anyhow::Error::msg)?;
     write_report(&report, &files, args.out.as_deref())?;
     Ok(exit_code(&report, !errors.is_empty()))
+}
+
+/// Marks the records that overlap reference material: the training split of this
+/// corpus (what the lexical model was trained on), the rules' own examples, and any
+/// `--reference` files. Returns what the reference was, for the report.
+fn mark_reference_overlap(
+    args: &EvalArgs,
+    all: &mut [EvalItem],
+    rules: &RuleSet,
+) -> Result<Vec<String>> {
+    let mut train: HashSet<String> = all
+        .iter()
+        .filter(|it| it.split.as_deref() == Some("train"))
+        .map(EvalItem::dedup_key)
+        .collect();
+    let mut reference = vec![format!(
+        "{} distinct texts of the train split of {}",
+        train.len(),
+        args.corpus.display()
+    )];
+    for f in &args.references {
+        let t = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let (items, errs) = input::parse_items(&t, &f.display().to_string());
+        for e in &errs {
+            eprintln!("error: {e} (reference line skipped)");
+        }
+        reference.push(format!("{} records of {}", items.len(), f.display()));
+        train.extend(items.iter().map(EvalItem::dedup_key));
+    }
+    let rule_examples: HashSet<String> = rules
+        .rules()
+        .iter()
+        .flat_map(|r| r.positive.iter().chain(&r.negative))
+        .map(|t| input::normalize_text(t))
+        .collect();
+    reference.push(format!(
+        "{} distinct positive/negative examples of {} rules",
+        rule_examples.len(),
+        rules.rules().len()
+    ));
+    input::mark_overlap(all, &train, &rule_examples);
+
+    Ok(reference)
+}
+
+/// The records of the requested splits, the subset each is reported in, and the
+/// subsets in report order.
+fn select_items(
+    args: &EvalArgs,
+    all: Vec<EvalItem>,
+) -> Result<(Vec<EvalItem>, Vec<String>, Vec<String>)> {
+    let every = args.splits.iter().any(|s| s == "all") || all.iter().all(|it| it.split.is_none());
+    let items: Vec<EvalItem> = all
+        .into_iter()
+        .filter(|it| every || it.split.as_ref().is_some_and(|s| args.splits.contains(s)))
+        .collect();
+    if items.is_empty() {
+        bail!(
+            "no record of {} is in split(s) {:?}",
+            args.corpus.display(),
+            args.splits
+        );
+    }
+    let subset_of: Vec<String> = items
+        .iter()
+        .map(|it| it.split.clone().unwrap_or_else(|| "all".into()))
+        .collect();
+    let subsets: Vec<String> = if every {
+        let mut v: Vec<String> = Vec::new();
+        for s in &subset_of {
+            if !v.contains(s) {
+                v.push(s.clone());
+            }
+        }
+        v
+    } else {
+        args.splits.clone()
+    };
+
+    Ok((items, subset_of, subsets))
+}
+
+/// One detector per configuration: the base, or one per `--ablation NAME=SPEC`.
+fn build_detectors(
+    args: &EvalArgs,
+    load_rules: &dyn Fn() -> Result<RuleSet>,
+) -> Result<Vec<(String, String, Detector)>> {
+    let base = base_config(&args.detector)?;
+    let specs: Vec<(String, String)> = if args.ablations.is_empty() {
+        vec![(args.name.clone(), "base".into())]
+    } else {
+        args.ablations
+            .iter()
+            .map(|a| match a.split_once('=') {
+                Some((n, s)) if !n.trim().is_empty() => Ok((n.trim().to_string(), s.to_string())),
+                _ => bail!("--ablation {a:?}: expected NAME=SPEC"),
+            })
+            .collect::<Result<_>>()?
+    };
+    let mut names = HashSet::new();
+    for (n, _) in &specs {
+        if !names.insert(slug(n)) {
+            bail!("two configurations would share the record file of {n:?}");
+        }
+    }
+    let detectors: Vec<(String, String, Detector)> = specs
+        .into_iter()
+        .map(|(name, spec)| {
+            let config = ablation(&base, &spec).with_context(|| format!("ablation {name}"))?;
+            let d = Detector::new(config, load_rules()?)
+                .with_context(|| format!("building the detector of {name}"))?;
+            Ok((name, spec, d))
+        })
+        .collect::<Result<_>>()?;
+
+    Ok(detectors)
+}
+
+/// One JSONL file of decision records per configuration under `DIR/records/`.
+fn write_records(dir: &Path, all_records: &[ConfigRecords]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let rec_dir = dir.join("records");
+    std::fs::create_dir_all(&rec_dir).with_context(|| format!("creating {}", rec_dir.display()))?;
+    for c in all_records {
+        let f = rec_dir.join(format!("{}.jsonl", slug(&c.meta.config)));
+        records::write(&f, c)?;
+        files.push(f);
+    }
+    Ok(files)
 }
 
 fn exit_code(report: &analysis::Report, bad_lines: bool) -> ExitCode {
