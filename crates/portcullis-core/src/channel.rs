@@ -1,3 +1,7 @@
+//! `Channel`: where a text comes from or goes to (a tool description, a tool result,
+//! tool-call arguments, …), with its canonical snake_case name; the channel decides
+//! which stages run and which thresholds apply.
+
 use crate::CoreError;
 use serde::{Deserialize, Serialize};
 use std::fmt;

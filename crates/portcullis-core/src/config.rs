@@ -1,3 +1,8 @@
+//! The detector's configuration (`Config`): stages, weights, per-channel thresholds,
+//! allowlists, egress and normalization caps, floors and review; the embedded presets
+//! (`strict`, `balanced`, `permissive`); loading with file and line on errors, and
+//! the canonical hash every record carries.
+
 use crate::{Channel, CoreError, Floors, ReviewConfig, Severity};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -1,3 +1,5 @@
+//! `CoreError`: what loading or validating core data (configuration, records) can fail with.
+
 use thiserror::Error;
 
 /// Errors raised while loading or validating core data (configuration, records).

@@ -1,3 +1,5 @@
+//! `Item`: one text to inspect, with its channel, server, tool and JSON path.
+
 use crate::Channel;
 
 /// One text to inspect, with where it came from. A `tool_definition` is not an

@@ -1,3 +1,7 @@
+//! `DecisionRecord`: the full account of one decision (stages, findings, scores,
+//! thresholds, status, action) and its vocabulary (`Status`, `Action`, `Severity`,
+//! `Finding`, `StageOutput`), with the JSON Schema it is validated against.
+
 use crate::{Channel, ReviewRecord, Thresholds};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -1,3 +1,5 @@
+//! A seeded deterministic generator for shuffles and resampling.
+
 /// SplitMix64: a tiny deterministic generator for seeded shuffles and resampling
 /// (training order, bootstrap). Not for anything that needs unpredictability.
 #[derive(Debug, Clone)]

@@ -1,3 +1,5 @@
+//! `DetectError`: what building the detector (rules, configuration, models) can fail with.
+
 use thiserror::Error;
 
 /// Errors of the detection crate. Detection itself never fails on input text;

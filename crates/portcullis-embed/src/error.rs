@@ -1,3 +1,6 @@
+//! `EmbedError`: what loading or running the embedding model can fail with; every
+//! missing-weights error names the command that installs them.
+
 use std::path::PathBuf;
 
 /// The command that installs the weights (named in every missing-weights error).
