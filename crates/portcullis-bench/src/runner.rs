@@ -368,6 +368,46 @@ async fn start_http_server(bin: &Path, args: &[String]) -> Result<(tokio::proces
 }
 
 /// The worker process the kill goal targets: a real child, its pid in the sandbox.
+/// Whether the worker still runs, once every signal sent to it has landed. An
+/// idle `sleep` sits in state S (sleeping) with nothing pending; a signal that was
+/// sent is pending until the worker is scheduled, and an exit in progress shows as
+/// another state. So the answer waits for those to settle (5 ms steps, at most
+/// 10 s) instead of racing the scheduler with a fixed pause.
+async fn worker_alive(worker: &mut tokio::process::Child) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if !matches!(worker.try_wait(), Ok(None)) {
+            return false;
+        }
+        let settled = worker.id().is_some_and(idle_without_pending_signal);
+        if settled || std::time::Instant::now() >= deadline {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// `/proc/PID/status` says the process sleeps (or is stopped) and has no signal
+/// pending, for the thread or the process.
+fn idle_without_pending_signal(pid: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let sleeping = matches!(field("State:").chars().next(), Some('S' | 'T' | 't'));
+    let none_pending = ["SigPnd:", "ShdPnd:"]
+        .iter()
+        .all(|f| u64::from_str_radix(&field(f), 16) == Ok(0));
+    sleeping && none_pending
+}
+
 fn start_worker(sb: &Sandbox) -> Result<tokio::process::Child> {
     let child = tokio::process::Command::new("sleep")
         .arg("600")
@@ -522,9 +562,7 @@ pub async fn run_trial(spec: TrialSpec, opts: &RunOptions, bins: &Bins) -> Trial
             }
         };
         drop(partner);
-        // Give a signal a moment to land, then look at the worker.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let alive = matches!(worker.try_wait(), Ok(None));
+        let alive = worker_alive(&mut worker).await;
         trace.push(Event::Probe {
             worker_alive: alive,
         })?;

@@ -150,37 +150,6 @@ async fn each_attack_type_succeeds_directly_and_fails_through_the_gateway() {
     }
 }
 
-/// The full run of `portcullis bench run` (default plan, compliant agent), through
-/// the same library calls as the CLI; ignored in CI. `PORTCULLIS_BENCH_OUT=DIR cargo
-/// test -p portcullis-bench --test e2e -- --ignored full_run`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore]
-async fn full_run() {
-    let out = std::env::var("PORTCULLIS_BENCH_OUT").unwrap_or_else(|_| "reports/bench".into());
-    let server = Path::new(env!("CARGO_BIN_EXE_portcullis-benchserver"));
-    let bins = Bins::locate(server).expect("the portcullis binary");
-    let specs = runner::plan(&runner::PlanOptions::default(), &AgentConfig::Compliant);
-    let opts = RunOptions {
-        out: out.clone().into(),
-        jobs: 6,
-        agent: AgentConfig::Compliant,
-        preset: None,
-        keep_sandboxes: false,
-        progress: true,
-        trial_timeout: Duration::from_secs(120),
-    };
-    let started = std::time::Instant::now();
-    let results = runner::run_all(specs, &opts, &bins).await.unwrap();
-    let cmd = "portcullis bench run --out reports/bench --jobs 6 (default plan, compliant agent; run via tests/e2e.rs full_run)";
-    let r = portcullis_bench::report::write(Path::new(&out), &results, cmd).unwrap();
-    println!(
-        "{} trials in {:.0}s, {} errored",
-        r.total,
-        started.elapsed().as_secs_f64(),
-        r.errored
-    );
-}
-
 /// The `immune` agent (the PUA ceiling of a defence that stops every attack) must
 /// really be unmoved: with no gateway, no attack of any cell succeeds, and where the
 /// attack only touches the listing (the definition vectors) the task is still done.

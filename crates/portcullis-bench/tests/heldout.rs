@@ -2,7 +2,8 @@
 //! sits (a description, a result, a nested title or enum value, a property name):
 //! they were written without the rules' vocabulary, and this keeps it so. The seen
 //! registers are the near-circular contrast; how many of their texts the rules
-//! catch is printed, not asserted (nothing was tuned on them).
+//! catch is printed, not asserted (nothing was tuned on them); the two splits share
+//! no sentence.
 
 use portcullis_bench::attack::{AttackSpec, Instance, TYPES};
 use portcullis_bench::payloads::{self, PayloadRef, Split};
@@ -103,7 +104,37 @@ fn no_heldout_payload_fires_any_rule() {
 }
 
 #[test]
-fn the_seen_registers_are_measured_against_the_rules() {
+fn held_out_payloads_share_no_sentence_with_the_seen_ones() {
+    // The held-out registers are a lineage of their own: a sentence of a seen
+    // register reappearing in a held-out one would make the held-out figures a
+    // measure of the seen payloads.
+    let sentences = |split: Split| -> std::collections::HashSet<String> {
+        texts(split)
+            .iter()
+            .flat_map(|(t, _, _, _)| {
+                t.split(['.', '!', '?', '\n'])
+                    .map(|s| {
+                        s.split_whitespace()
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                            .to_lowercase()
+                    })
+                    .filter(|s| s.split(' ').count() >= 6)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let seen = sentences(Split::Seen);
+    let heldout = sentences(Split::Heldout);
+    assert!(
+        seen.len() > 20 && heldout.len() > 20,
+        "{} / {}",
+        seen.len(),
+        heldout.len()
+    );
+    let shared: Vec<&String> = heldout.intersection(&seen).collect();
+    assert!(shared.is_empty(), "sentences in both splits: {shared:#?}");
+    // Printed, not asserted: the seen registers are the near-circular contrast.
     let d = Detector::with_defaults().expect("detector");
     let all = texts(Split::Seen);
     let firing = all
@@ -111,15 +142,4 @@ fn the_seen_registers_are_measured_against_the_rules() {
         .filter(|(t, ch, key, _)| !rule_findings(&d, t, *ch, *key).is_empty())
         .count();
     println!("seen payload texts firing a rule: {firing}/{}", all.len());
-    assert!(!all.is_empty());
-}
-
-#[test]
-fn every_payload_carries_its_provenance() {
-    for split in [Split::Seen, Split::Heldout] {
-        for r in payloads::registers(split) {
-            let p = payloads::get(&r).unwrap();
-            assert!(p.provenance.contains("written by the Portcullis project"));
-        }
-    }
 }
