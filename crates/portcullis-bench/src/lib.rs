@@ -26,6 +26,7 @@ pub mod runner;
 pub mod sandbox;
 pub mod score;
 pub mod server;
+pub mod stops;
 pub mod trace;
 
 /// Errors of the bench library.

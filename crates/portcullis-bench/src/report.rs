@@ -293,9 +293,12 @@ pub fn bar_chart(
     })
 }
 
-/// Write `report.md`, `report.json` and the charts into `dir`.
+/// Write `report.md`, `report.json` and the charts into `dir`; the trials'
+/// traces (for what stopped each one) are read relative to `traces_root`, the
+/// directory of `results.jsonl`.
 pub fn write(
     dir: &std::path::Path,
+    traces_root: &std::path::Path,
     results: &[TrialResult],
     command: &str,
 ) -> crate::Result<Report> {
@@ -326,11 +329,13 @@ pub fn write(
             Err(e) => tracing::warn!("chart {file}: {e}"),
         }
     }
-    let md = markdown(&r, command, &charts);
+    let stops = crate::stops::build(traces_root, results);
+    let md = markdown(&r, command, &charts) + &crate::stops::markdown(&stops);
     let p = dir.join("report.md");
     std::fs::write(&p, md).map_err(|e| crate::BenchError::io(&p, e))?;
     let p = dir.join("report.json");
-    std::fs::write(&p, serde_json::to_string_pretty(&r)?)
+    let json = serde_json::json!({"figures": &r, "stops": &stops});
+    std::fs::write(&p, serde_json::to_string_pretty(&json)?)
         .map_err(|e| crate::BenchError::io(&p, e))?;
     Ok(r)
 }

@@ -193,11 +193,12 @@ pub fn run(cmd: BenchCmd) -> Result<ExitCode> {
         BenchSub::Report { results, out } => {
             let rows = runner::read_results(&results)
                 .with_context(|| format!("reading {}", results.display()))?;
-            let dir =
-                out.unwrap_or_else(|| results.parent().map(PathBuf::from).unwrap_or_default());
+            let root = results.parent().map(PathBuf::from).unwrap_or_default();
+            let dir = out.unwrap_or_else(|| root.clone());
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
             let cmd = format!("portcullis bench report {}", results.display());
-            portcullis_bench::report::write(&dir, &rows, &cmd).context("writing the report")?;
+            portcullis_bench::report::write(&dir, &root, &rows, &cmd)
+                .context("writing the report")?;
             println!("report: {}", dir.join("report.md").display());
             Ok(ExitCode::SUCCESS)
         }
@@ -226,7 +227,7 @@ pub fn run(cmd: BenchCmd) -> Result<ExitCode> {
             let results = rt
                 .block_on(runner::run_all(specs, &opts, &bins))
                 .context("running the trials")?;
-            let r = portcullis_bench::report::write(&a.out, &results, &command.join(" "))
+            let r = portcullis_bench::report::write(&a.out, &a.out, &results, &command.join(" "))
                 .context("writing the report")?;
             println!(
                 "{}",
