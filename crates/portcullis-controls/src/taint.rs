@@ -234,16 +234,19 @@ pub fn hint(v: &str) -> String {
 ///   decimal quantity, a character set.
 pub(crate) fn value_like(t: &str, min_len: usize) -> bool {
     let n = t.chars().count();
-    if n < min_len || common_value(t) {
+    if n < min_len {
         return false;
     }
     let digit = t.chars().any(|c| c.is_ascii_digit());
     // Marks and roots count in tokens with `min_len` letters or digits
     // (`notes.txt`, `/etc/passwd`; not `...` or `e.g.,`).
-    let wordy = t.chars().filter(|c| c.is_alphanumeric()).count() >= min_len;
-    let marked = t.chars().any(|c| ".@:=+".contains(c));
-    let rooted = t.starts_with('/') || t.starts_with("~/");
-    digit || n >= 24 || (wordy && (marked || rooted))
+    let shaped = digit
+        || n >= 24
+        || ((t.starts_with('/') || t.starts_with("~/") || t.chars().any(|c| ".@:=+".contains(c)))
+            && t.chars().filter(|c| c.is_alphanumeric()).count() >= min_len);
+    // The shape first: most tokens of a result are words, and `common_value`
+    // (which allocates) only has to rule on the few that look like values.
+    shaped && !common_value(t)
 }
 
 /// Values any server may return, which say nothing about the data they came
