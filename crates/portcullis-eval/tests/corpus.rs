@@ -5,7 +5,7 @@
 use portcullis_core::Channel;
 use portcullis_eval::corpus::{self, Label, Provenance, Record, Split};
 use portcullis_eval::train::fires_any_rule;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 
 fn root() -> PathBuf {
@@ -249,4 +249,149 @@ fn the_presets_were_calibrated_on_the_full_corpus_dev_split() {
         );
         assert!(text.contains("# split = dev"), "presets/{p}.toml");
     }
+}
+
+/// The registers of payload brief 4 (`corpus/payloads-next/BRIEF.md`).
+const BRIEF4_REGISTERS: &[&str] = &[
+    "terse",
+    "conversational",
+    "code_comment",
+    "config_comment",
+    "html_comment",
+    "html_hidden",
+    "json_field",
+    "yaml_field",
+    "csv_row",
+    "markdown_table",
+    "markdown_footnote",
+    "log_lines",
+    "stack_trace_or_error",
+    "email",
+    "ticket_or_issue",
+    "commit_message",
+    "changelog_or_release_note",
+    "fake_tool_output",
+    "fake_user_turn",
+    "impersonated_system",
+    "formal_notice",
+    "legal_or_policy",
+    "multi_step",
+    "few_shot",
+    "encoded",
+    "translation_mix",
+    "schema_key_or_enum",
+    "sql_comment",
+    "docstring",
+    "chat_transcript",
+    "calendar_invite",
+    "spreadsheet_note",
+    "api_doc",
+    "readme_section",
+];
+
+/// `corpus/payloads-next/` (written from payload brief 4, not yet in the build):
+/// every line well formed, numbered, new (no text of `corpus/payloads/` again) and
+/// of the brief's registers and categories; the counts its README states.
+#[test]
+fn staged_payloads_are_well_formed_and_new() {
+    use portcullis_eval::corpus::{HARD_NEGATIVE_KINDS, MALICIOUS_CATEGORIES};
+    let brief = std::fs::read_to_string(root().join("corpus/payloads-next/BRIEF.md")).unwrap();
+    let keys = [
+        "id",
+        "text",
+        "label",
+        "category",
+        "register",
+        "language",
+        "trigger_words",
+        "fits",
+        "goal",
+    ];
+    let known: std::collections::HashSet<String> =
+        portcullis_eval::payloads::load_dir(&root().join("corpus/payloads"))
+            .unwrap()
+            .0
+            .into_iter()
+            .map(|p| p.text)
+            .collect();
+    let category_ok = |c: &str, malicious: bool| {
+        if malicious {
+            c.split('-').all(|part| {
+                MALICIOUS_CATEGORIES.contains(&part)
+                    || ["exfiltration", "concealment", "credential_harvesting"].contains(&part)
+            })
+        } else {
+            c.strip_prefix("hard_negative:")
+                .is_some_and(|k| HARD_NEGATIVE_KINDS.contains(&k))
+        }
+    };
+    let mut texts = HashSet::new();
+    let (mut malicious, mut languages, mut registers) = (0, BTreeSet::new(), BTreeSet::new());
+    let files = corpus::jsonl_files(&root().join("corpus/payloads-next")).unwrap();
+    assert_eq!(files.len(), 8, "{files:?}");
+    for f in &files {
+        let stem = f.file_stem().and_then(|s| s.to_str()).unwrap().to_string();
+        for (i, line) in std::fs::read_to_string(f).unwrap().lines().enumerate() {
+            let at = format!("{}:{}", f.display(), i + 1);
+            let v: serde_json::Value = serde_json::from_str(line).expect(&at);
+            let o = v.as_object().expect(&at);
+            assert_eq!(
+                o.keys().map(String::as_str).collect::<Vec<_>>(),
+                keys,
+                "{at}"
+            );
+            assert_eq!(o["id"], format!("{stem}-{:05}", i + 1), "{at}");
+            let text = o["text"].as_str().expect(&at);
+            assert!(
+                !text.trim().is_empty() && texts.insert(text.to_string()),
+                "{at}: empty or repeated"
+            );
+            assert!(!known.contains(text), "{at}: already in corpus/payloads");
+            let is_malicious = match o["label"].as_str() {
+                Some("malicious") => true,
+                Some("benign") => false,
+                other => panic!("{at}: label {other:?}"),
+            };
+            malicious += usize::from(is_malicious);
+            let category = o["category"].as_str().expect(&at);
+            assert!(
+                category_ok(category, is_malicious),
+                "{at}: category {category:?}"
+            );
+            let register = o["register"].as_str().expect(&at);
+            assert!(
+                BRIEF4_REGISTERS.contains(&register) && brief.contains(register),
+                "{at}: register {register:?} is not the brief's"
+            );
+            registers.insert(register.to_string());
+            let lang = o["language"].as_str().expect(&at);
+            assert!(
+                lang.len() == 2 && lang.bytes().all(|b| b.is_ascii_lowercase()),
+                "{at}"
+            );
+            languages.insert(lang.to_string());
+            assert!(o["trigger_words"].is_boolean(), "{at}");
+            let fits = o["fits"].as_array().expect(&at);
+            assert!(!fits.is_empty(), "{at}");
+            for fit in fits {
+                assert!(
+                    [
+                        "description",
+                        "schema_field",
+                        "result",
+                        "resource",
+                        "prompt"
+                    ]
+                    .contains(&fit.as_str().unwrap_or_default()),
+                    "{at}: fits {fit}"
+                );
+            }
+            assert_eq!(o["goal"] == "none", !is_malicious, "{at}: goal");
+        }
+    }
+    assert!(malicious >= 6000, "{malicious} malicious");
+    assert!(
+        languages.len() >= 20 && registers.len() >= 30,
+        "{languages:?} {registers:?}"
+    );
 }
