@@ -84,20 +84,29 @@ pub fn serialize_canonical<S: serde::Serializer>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_number_is_written_back_as_it_was_read() {
         // Found by the jsonrpc_stdio fuzz target: without serde_json's
         // `float_roundtrip`, this progress token came back one unit in the last
         // place off (2.2222222222222217e+141), a different number for the client.
-        for text in ["2.222222222222222e+141", "0.1", "1e-300", "123456789.12345678"] {
+        for text in [
+            "2.222222222222222e+141",
+            "0.1",
+            "1e-300",
+            "123456789.12345678",
+        ] {
             let v: serde_json::Value = serde_json::from_str(text).unwrap();
             let back = v.to_string();
             let f: f64 = text.parse().unwrap();
-            assert_eq!(v.as_f64().map(f64::to_bits), Some(f.to_bits()), "{text} -> {back}");
+            assert_eq!(
+                v.as_f64().map(f64::to_bits),
+                Some(f.to_bits()),
+                "{text} -> {back}"
+            );
         }
     }
-    use serde_json::json;
 
     #[test]
     fn key_order_is_kept_in_maps_and_ignored_by_the_canonical_form() {
