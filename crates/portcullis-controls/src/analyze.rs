@@ -22,7 +22,7 @@
 //! the decision the gateway would give it (approvals aside); a changed or renamed
 //! pin is REVIEW.
 
-use crate::config::{NamesConfig, ParamAction, ParamsConfig, PinsConfig, RedirectionConfig};
+use crate::config::{NamesConfig, ParamsConfig, PinsConfig, RedirectionConfig};
 use crate::finding::{change_findings, finding};
 use crate::metadata::{self, DefinitionKind, MetadataFindings, MetadataPolicy, Neighbour};
 use crate::names::Relation;
@@ -466,14 +466,11 @@ fn detector_record(
     opts: &AnalyzeOptions,
     meta: RecordMeta,
 ) -> DecisionRecord {
-    let stripped = (def.kind == DefKind::Tool
-        && opts.params.enabled
-        && opts.params.action == ParamAction::Strip)
-        .then(|| {
-            let mut v = def.value.clone();
-            crate::params::strip(&mut v, &crate::params::find(def.value));
-            v
-        });
+    let stripped = (def.kind == DefKind::Tool && crate::params::strips(&opts.params)).then(|| {
+        let mut v = def.value.clone();
+        crate::params::strip_by_policy(&mut v, &opts.params);
+        v
+    });
     let shown = Def {
         kind: def.kind,
         name: def.name.clone(),

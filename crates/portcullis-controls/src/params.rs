@@ -266,6 +266,21 @@ fn visit(
     }
 }
 
+/// Whether `config` removes over-privileged parameters from listed tools.
+pub fn strips(config: &crate::config::ParamsConfig) -> bool {
+    config.enabled && config.action == crate::config::ParamAction::Strip
+}
+
+/// A listed tool as the model is shown it under `config`: its over-privileged
+/// parameters removed when the policy strips them (`params.action = "strip"`),
+/// else unchanged. The gateway and the offline analysis both judge this form.
+pub fn strip_by_policy(tool: &mut Value, config: &crate::config::ParamsConfig) {
+    if strips(config) {
+        let flagged = find(tool);
+        strip(tool, &flagged);
+    }
+}
+
 /// Remove flagged properties from a definition (and from the `required` list of
 /// their parent). Returns the paths removed.
 pub fn strip(tool: &mut Value, flagged: &[OverPrivileged]) -> Vec<String> {

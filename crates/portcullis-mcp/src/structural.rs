@@ -1403,10 +1403,7 @@ impl Structural {
     /// A listed tool as the detector should judge it: with its over-privileged
     /// parameters removed when the policy strips them (the model is shown the same).
     pub fn strip_over_privileged(&self, tool: &mut Value) {
-        if self.config.params.enabled && self.config.params.action == ParamAction::Strip {
-            let ops = portcullis_controls::params::find(tool);
-            portcullis_controls::params::strip(tool, &ops);
-        }
+        portcullis_controls::params::strip_by_policy(tool, &self.config.params);
     }
 
     /// File an item (or find the pending one) and return the verdict naming it.
