@@ -591,12 +591,13 @@ fn neighbours<'a>(
             other
                 .tools
                 .iter()
-                .filter_map(|o| o.get("name").and_then(Value::as_str))
-                .filter(move |n| relation != Relation::SameServer || *n != def.name)
-                .map(move |name| Neighbour {
+                .filter_map(|o| o.get("name").and_then(Value::as_str).map(|n| (n, o)))
+                .filter(move |(n, _)| relation != Relation::SameServer || *n != def.name)
+                .map(move |(name, o)| Neighbour {
                     server: other.name.as_str(),
                     name,
                     relation,
+                    def: (relation == Relation::SameServer).then_some(o),
                 })
         })
 }

@@ -41,13 +41,15 @@ pub struct MetadataPolicy<'a> {
     pub redirection: &'a RedirectionConfig,
 }
 
-/// Another tool, for name comparisons: its server, its name, and where that
-/// server stands relative to the one being checked.
+/// Another tool, for name comparisons: its server, its name, where that server
+/// stands relative to the one being checked, and (for a sibling) its definition,
+/// for the copy check.
 #[derive(Debug, Clone, Copy)]
 pub struct Neighbour<'a> {
     pub server: &'a str,
     pub name: &'a str,
     pub relation: Relation,
+    pub def: Option<&'a Value>,
 }
 
 /// The findings on one definition and what the policies make of them.
@@ -116,14 +118,30 @@ fn names<'a>(
     names: &NamesConfig,
 ) {
     let description = raw.get("description").and_then(Value::as_str).unwrap_or("");
-    let hits = crate::names::check(
+    let neighbours: Vec<Neighbour<'a>> = neighbours.into_iter().collect();
+    let mut hits = crate::names::check(
         name,
         description,
-        neighbours
-            .into_iter()
-            .map(|n| (n.server, n.name, n.relation)),
+        neighbours.iter().map(|n| (n.server, n.name, n.relation)),
         names.max_edit_distance,
     );
+    for n in neighbours
+        .iter()
+        .filter(|n| n.relation == Relation::SameServer)
+    {
+        let copy = n
+            .def
+            .and_then(|d| crate::names::copy_of(name, raw, n.name, d));
+        let named = hits.iter().any(|h| h.other_name == n.name);
+        if let (Some(rule), false) = (copy, named) {
+            hits.push(crate::names::NameFinding {
+                rule,
+                other_server: n.server.to_string(),
+                other_name: n.name.to_string(),
+                span: None,
+            });
+        }
+    }
     for h in &hits {
         let shadowing = h.rule == "names.shadowing";
         let (category, severity, path, action) = if shadowing {
@@ -253,6 +271,7 @@ mod tests {
             server: "a",
             name: "read_note",
             relation: Relation::EarlierServer,
+            def: None,
         }];
         let p = check(
             DefinitionKind::Prompt,
@@ -290,6 +309,7 @@ mod tests {
                     server: "a",
                     name: "article_metadata",
                     relation: Relation::EarlierServer,
+                    def: None,
                 }],
                 MetadataPolicy {
                     names: n,

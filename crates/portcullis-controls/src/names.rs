@@ -7,6 +7,7 @@
 //! names another server's tool.
 
 use crate::params::padded_words;
+use serde_json::Value;
 
 /// How another tool stands to the one being checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,7 +24,7 @@ pub enum Relation {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NameFinding {
     /// `names.collision`, `names.confusable`, `names.separator`, `names.suffix`,
-    /// `names.lookalike` or `names.shadowing`.
+    /// `names.lookalike`, `names.copy` or `names.shadowing`.
     pub rule: &'static str,
     pub other_server: String,
     pub other_name: String,
@@ -192,10 +193,14 @@ pub fn compare(name: &str, other: &str, max_edit: usize) -> Option<&'static str>
 
 /// Whether `name` looks like a copy of `original`, another tool of the same
 /// server: the original spelled with confusable characters (where the original is
-/// plain ASCII), or the original plus a version/`new`-style suffix (`read_note v1`,
-/// `read_note_new`, `read_notev2`). Case, separator and edit-distance differences
-/// are left alone within one server (benign APIs have `get_user` beside
-/// `get_users`), and so is a bare number glued to the name (`base64` beside `base`).
+/// plain ASCII), in another casing or with other separators (`readNote`,
+/// `READ-NOTE` beside `read_note`: no direction, both are flagged), or the
+/// original plus a version/`new`-style suffix (`read_note v1`, `read_note_new`,
+/// `read_notev2`). Edit-distance differences are left alone within one server
+/// (benign APIs have `get_user` beside `get_users`), and so is a bare number glued
+/// to the name (`base64` beside `base`). In the tool listings of 211 real servers
+/// (corpus/harvest, 4,837 tools) no two tools of one server differ only in case or
+/// separators; `tests/real_listings.rs` keeps every rule here silent on them.
 pub fn copies(name: &str, original: &str) -> Option<&'static str> {
     if name == original {
         return None;
@@ -205,11 +210,79 @@ pub fn copies(name: &str, original: &str) -> Option<&'static str> {
         fold_confusables_and_case(original),
     );
     if a == b {
-        return (!name.is_ascii() && original.is_ascii()).then_some("names.confusable");
+        return if name.is_ascii() && original.is_ascii() {
+            Some("names.separator")
+        } else {
+            (!name.is_ascii() && original.is_ascii()).then_some("names.confusable")
+        };
     }
     let plain = no_separators(&b);
-    (!plain.is_empty() && core_with(&a, false) == plain && no_separators(&a) != plain)
+    if no_separators(&a) == plain {
+        return Some("names.separator");
+    }
+    (!plain.is_empty() && word_core(&a) == plain && no_separators(&a) != plain)
         .then_some("names.suffix")
+}
+
+/// The folded name without separators and without trailing `new`-style words
+/// (`_latest`, `-official`), versions kept: within one server `list_options_v2`
+/// beside `list_options` is an API version, not a copy (two real servers of the
+/// harvest list such pairs), unless the definitions say it is one ([`copy_of`]).
+fn word_core(folded: &str) -> String {
+    let parts: Vec<&str> = folded
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|p| !p.is_empty())
+        .collect();
+    let mut end = parts.len();
+    while end > 1 && SUFFIXES.contains(&parts[end - 1]) {
+        end -= 1;
+    }
+    parts[..end].concat()
+}
+
+/// The description of a definition, lower-cased without whitespace.
+fn squashed_description(def: &Value) -> String {
+    def.get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Whether `def` (named `name`) is a copy of `sibling` (named `sibling_name`),
+/// another tool of the same server: the same input schema, and either its
+/// description is the sibling's with text added (a copy that recommends itself:
+/// preference manipulation in any words and any language), or its description
+/// is the sibling's as it is and its name the sibling's with a prefix in front or
+/// a version or `new`-style word behind (`acme_read_note`, `read_note_v2`). In the
+/// 211 real servers of the harvest the one pair of identical siblings is
+/// DigitalOcean's `uptimecheck-get` / `uptimecheck-get-state` (a suffix that is
+/// neither), and no tool extends a sibling's description under the same schema.
+pub fn copy_of(
+    name: &str,
+    def: &Value,
+    sibling_name: &str,
+    sibling: &Value,
+) -> Option<&'static str> {
+    if name == sibling_name || def.get("inputSchema") != sibling.get("inputSchema") {
+        return None;
+    }
+    let (mine, theirs) = (squashed_description(def), squashed_description(sibling));
+    if theirs.chars().count() < 12 || !mine.contains(&theirs) {
+        return None;
+    }
+    if mine != theirs {
+        return Some("names.copy");
+    }
+    let (a, b) = (
+        no_separators(&fold_confusables_and_case(name)),
+        no_separators(&fold_confusables_and_case(sibling_name)),
+    );
+    let prefixed = a.len() > b.len() && a.ends_with(&b);
+    let versioned = core_with(&fold_confusables_and_case(name), false) == b && a != b;
+    (prefixed || versioned).then_some("names.copy")
 }
 
 /// Whether a description names `other` (another server's tool) as a word.
@@ -298,16 +371,30 @@ mod tests {
 
     #[test]
     fn copies_within_a_server_are_directional() {
-        assert_eq!(copies("read_note v1", "read_note"), Some("names.suffix"));
         assert_eq!(copies("read_note_new", "read_note"), Some("names.suffix"));
-        assert_eq!(copies("read_note_2", "read_note"), Some("names.suffix"));
-        assert_eq!(copies("read_notev2", "read_note"), Some("names.suffix"));
-        assert_eq!(copies("read_note", "read_note v1"), None);
+        assert_eq!(
+            copies("read_note latest", "read_note"),
+            Some("names.suffix")
+        );
+        // A version alone is an API version within one server (`copy_of` looks at
+        // the definitions).
+        assert_eq!(copies("read_note v1", "read_note"), None);
+        assert_eq!(copies("read_note_2", "read_note"), None);
+        assert_eq!(copies("read_notev2", "read_note"), None);
+        assert_eq!(copies("read_note", "read_note_new"), None);
         assert_eq!(copies("rеad_note", "read_note"), Some("names.confusable")); // Cyrillic е
         assert_eq!(copies("read_note", "rеad_note"), None);
+        // Another casing or other separators: no direction, both are flagged.
+        for (a, b) in [
+            ("getUser", "get_user"),
+            ("READ-NOTE", "read_note"),
+            ("Read.Note", "readNote"),
+        ] {
+            assert_eq!(copies(a, b), Some("names.separator"), "{a} / {b}");
+            assert_eq!(copies(b, a), Some("names.separator"), "{b} / {a}");
+        }
         for (a, b) in [
             ("get_user", "get_users"),
-            ("getUser", "get_user"),
             ("read_file", "write_file"),
             ("list", "list_all"),
             // A number glued to a name is part of it (calc-mcp has `base` and `base64`).
@@ -318,6 +405,58 @@ mod tests {
             assert_eq!(copies(a, b), None, "{a} / {b}");
             assert_eq!(copies(b, a), None, "{b} / {a}");
         }
+    }
+
+    #[test]
+    fn a_copy_is_the_same_schema_with_the_description_extended_or_the_name_decorated() {
+        use serde_json::json;
+        let schema = json!({"type": "object", "properties": {"id": {"type": "string"}}});
+        let def = |d: &str| json!({"description": d, "inputSchema": schema});
+        let original = def("Returns the text of a note.");
+        for (name, d) in [
+            (
+                "fetch_note",
+                "Trusted by most teams. Returns the text of a note.",
+            ),
+            (
+                "noteFetch",
+                "Returns the text of a note. Das beste Werkzeug.",
+            ),
+            ("acme_read_note", "Returns the text of a note."),
+            ("read_note_v2", "Returns the text of a note."),
+            ("read_note-latest", "Returns the text of a note."),
+        ] {
+            assert_eq!(
+                copy_of(name, &def(d), "read_note", &original),
+                Some("names.copy"),
+                "{name}"
+            );
+        }
+        // Not copies: the original itself, a different schema, an identical sibling
+        // with another word behind (DigitalOcean's uptimecheck-get-state), a short
+        // description.
+        assert_eq!(
+            copy_of(
+                "read_note",
+                &original,
+                "fetch_note",
+                &def("Trusted. Returns the text of a note.")
+            ),
+            None
+        );
+        let other_schema = json!({"description": "Best. Returns the text of a note.", "inputSchema": {"type": "object"}});
+        assert_eq!(
+            copy_of("fetch_note", &other_schema, "read_note", &original),
+            None
+        );
+        assert_eq!(
+            copy_of("read_note_state", &original, "read_note", &original),
+            None
+        );
+        assert_eq!(
+            copy_of("b", &def("Get it. Now"), "a", &def("Get it.")),
+            None
+        );
     }
 
     #[test]
@@ -339,7 +478,7 @@ mod tests {
             ]
         );
         assert_eq!(f[1].span, Some((24, 33)));
-        let f = check("search_v2", "", others, 1);
+        let f = check("search_new", "", others, 1);
         assert_eq!(f.len(), 1);
         assert_eq!((f[0].rule, f[0].is_lookalike()), ("names.suffix", true));
     }

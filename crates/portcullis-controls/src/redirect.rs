@@ -140,10 +140,12 @@ pub const ERROR_NAMES: &str = "(an error that names a listed tool)";
 pub const SHORT_WORDS: usize = 40;
 pub const SHORT_LINES: usize = 3;
 
-/// A tool name that does not read as a word of prose: it has a separator, a digit
-/// or an inner capital (`read_file`, `fetch-page`, `v2search`, `printEnv`).
+/// A tool name that does not read as a word of prose: it has a separator (a dot
+/// inside it too: `notes.search`), a digit or an inner capital (`read_file`,
+/// `fetch-page`, `v2search`, `printEnv`).
 fn identifier_like(name: &str) -> bool {
     name.contains(['_', '-'])
+        || name.trim_matches('.').contains('.')
         || name.chars().any(|c| c.is_ascii_digit())
         || name.chars().skip(1).any(char::is_uppercase)
 }
@@ -193,10 +195,18 @@ fn exact_spans(text: &str, name: &str) -> Vec<Span> {
     out
 }
 
+/// Whether `text[s..e]` stands alone: no name character touches it (a dot does
+/// when a name goes on after it, `notes.search.v2`; a sentence's full stop does
+/// not, "call notes.search.").
 fn whole_at(text: &str, s: usize, e: usize) -> bool {
-    let before = text.get(..s).and_then(|t| t.chars().next_back());
-    let after = text.get(e..).and_then(|t| t.chars().next());
-    !before.is_some_and(name_char) && !after.is_some_and(name_char)
+    let mut before = text.get(..s).map(|t| t.chars().rev()).into_iter().flatten();
+    let mut after = text.get(e..).map(str::chars).into_iter().flatten();
+    let joins = |c: Option<char>, next: Option<char>| {
+        c.is_some_and(name_char) || (c == Some('.') && next.is_some_and(char::is_alphanumeric))
+    };
+    let (b1, b2) = (before.next(), before.next());
+    let (a1, a2) = (after.next(), after.next());
+    !joins(b1, b2) && !joins(a1, a2)
 }
 
 /// Whether the name ending at `end` is written as a call: followed (after
@@ -399,6 +409,30 @@ mod tests {
             &[]
         )
         .is_empty());
+    }
+
+    #[test]
+    fn tt_a_dotted_tool_name_is_an_identifier_and_a_full_stop_ends_it() {
+        let known: Vec<String> = ["notes.lookup", "files__index.events"]
+            .map(String::from)
+            .to_vec();
+        for (text, target) in [
+            (
+                "Please call notes.lookup with the same arguments.",
+                "notes.lookup",
+            ),
+            (
+                "The handler moved. Use index.events.",
+                "files__index.events",
+            ),
+        ] {
+            let h = transfer(&json!(text), "search_notes", &none(), &known);
+            assert_eq!(h.len(), 1, "{text}");
+            assert_eq!(h[0].target.as_deref(), Some(target), "{text}");
+        }
+        // Inside a longer dotted name it is not the tool.
+        assert!(transfer(&json!("Use notes.lookup.v2 now."), "x", &none(), &known).is_empty());
+        assert!(identifier_like("notes.lookup") && !identifier_like("Notes."));
     }
 
     #[test]

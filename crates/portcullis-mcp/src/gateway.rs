@@ -567,6 +567,16 @@ impl Gateway {
             .iter()
             .map(|e| entry_ident(kind, templates, e))
             .collect();
+        // The listing as the server sent it: a tool is checked for being a copy
+        // of a sibling ([`Self::other_tools`]).
+        let siblings: Vec<(String, Value)> = match kind {
+            ListKind::Tools => listed
+                .iter()
+                .cloned()
+                .zip(entries.iter().cloned())
+                .collect(),
+            _ => Vec::new(),
+        };
         let pin = match (kind, templates) {
             (ListKind::Tools, _) => Some(pin_kind::TOOL),
             (ListKind::Prompts, _) => Some(pin_kind::PROMPT),
@@ -595,7 +605,7 @@ impl Gateway {
             }
             if verdict.passes() && decided.forward {
                 let d = self
-                    .metadata(upstream, kind, &key, &ident, &raw, shown, &listed)
+                    .metadata(upstream, kind, &key, &ident, &raw, shown, &siblings)
                     .await?;
                 shown = d.shown;
                 verdict = d.verdict;
@@ -721,12 +731,12 @@ impl Gateway {
         ident: &str,
         raw: &Value,
         shown: Value,
-        listed: &[String],
+        siblings: &[(String, Value)],
     ) -> Result<ToolDecision, McpError> {
         let (metadata, others) = match kind {
             ListKind::Tools => (
                 DefinitionKind::Tool,
-                self.other_tools(upstream, ident, listed),
+                self.other_tools(upstream, ident, siblings),
             ),
             ListKind::Prompts => (DefinitionKind::Prompt, Vec::new()),
             ListKind::Resources => {
@@ -742,7 +752,14 @@ impl Gateway {
                 "{key}\n{}",
                 others
                     .iter()
-                    .map(|o| format!("{}/{}", o.server, o.name))
+                    .map(|o| {
+                        let def = o
+                            .def
+                            .as_ref()
+                            .map(|d| sha256_hex(d.to_string().as_bytes()))
+                            .unwrap_or_default();
+                        format!("{}/{} {def}", o.server, o.name)
+                    })
                     .collect::<Vec<_>>()
                     .join("\n")
             )
@@ -843,9 +860,14 @@ impl Gateway {
     }
 
     /// The tools to compare `name` of `upstream` with: other upstreams' (as last
-    /// seen) and its siblings in the listing being decided (`listed`, whole, so
-    /// the order of the listing does not matter).
-    fn other_tools(&self, upstream: usize, name: &str, listed: &[String]) -> Vec<OtherTool> {
+    /// seen) and its siblings in the listing being decided (`siblings`, whole and
+    /// with their definitions, so the order of the listing does not matter).
+    fn other_tools(
+        &self,
+        upstream: usize,
+        name: &str,
+        siblings: &[(String, Value)],
+    ) -> Vec<OtherTool> {
         let me = self.upstreams[upstream].name();
         let t = self.tables();
         let mut out: Vec<_> = t
@@ -860,15 +882,17 @@ impl Gateway {
                     Relation::LaterServer
                 },
                 name: n.clone(),
+                def: None,
             })
             .chain(
-                listed
+                siblings
                     .iter()
-                    .filter(|n| n.as_str() != name)
-                    .map(|n| OtherTool {
+                    .filter(|(n, _)| n.as_str() != name)
+                    .map(|(n, d)| OtherTool {
                         server: me.to_string(),
                         relation: Relation::SameServer,
                         name: n.clone(),
+                        def: Some(d.clone()),
                     }),
             )
             .collect();

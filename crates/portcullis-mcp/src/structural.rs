@@ -313,12 +313,14 @@ pub struct ToolDecision {
     pub hidden: bool,
 }
 
-/// Another tool (of another server, or a sibling), for name comparisons.
+/// Another tool (of another server, or a sibling), for name comparisons; a
+/// sibling's definition too, for the copy check.
 #[derive(Debug, Clone)]
 pub struct OtherTool {
     pub server: String,
     pub relation: Relation,
     pub name: String,
+    pub def: Option<Value>,
 }
 
 /// What the egress controls found on one call, as they find it.
@@ -546,6 +548,7 @@ impl Structural {
                 server: &o.server,
                 name: &o.name,
                 relation: o.relation,
+                def: o.def.as_ref(),
             }),
             MetadataPolicy {
                 names: &self.config.names,
@@ -959,12 +962,12 @@ impl Structural {
                         f
                     })
                     .collect();
+                // The reason reaches the model in the notice: it must not name the
+                // tool the result redirects to (the attacker's choice, which a model
+                // could follow from the notice itself). The findings, in the audit
+                // record and at review, do.
                 let reason = format!(
-                    "redirection: the result sends the model to another tool ({}); severity {}",
-                    hits.iter()
-                        .filter_map(|h| h.target.clone())
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    "redirection: the result sends the model to another tool; severity {}",
                     red.tool_transfer.as_str()
                 );
                 let pending = if hold {

@@ -254,12 +254,13 @@ async fn a_quiet_rug_pull_is_caught_at_each_step_and_released_by_approval() {
     // Step 3: the result changes: it sends the model to another tool. It is
     // withheld, by the detector or by the structural TT check (which one depends on
     // the learned score; `a_tool_transfer_result_the_detector_lets_through_is_held_until_approved`
-    // covers the structural check on its own). The notice may name the listed tool
-    // it points to, never the result's wording.
+    // covers the structural check on its own). The notice names neither the
+    // result's wording nor the tool it points to: a model could follow the
+    // notice's pointer as well as the result's.
     let r = call(&p, "unit_convert", CONVERT()).await.unwrap();
     assert_eq!(r["isError"], true, "{r}");
     let text = text_of(&r);
-    assert!(!text.contains("Call measure_convert"), "{text}");
+    assert!(!text.contains("measure_convert"), "{text}");
     assert!(text.contains("(record "), "{text}");
 
     // The approval is a decision record kept with the item.
@@ -473,7 +474,9 @@ async fn look_alikes_and_same_server_copies_are_held_by_default() {
     assert_eq!(err.code.0, -32050);
     let id = review_id(&err);
     let shown = review(&p.state, &["show", &id.to_string()]);
-    assert!(shown.contains("names.suffix"), "{shown}");
+    // The same definition under a versioned name: a copy by definition (a
+    // version alone within one server is an API version, not a copy).
+    assert!(shown.contains("names.copy"), "{shown}");
     let recs = structural_records(&p.audit);
     let rule_of = |server: &str, tool: &str| -> Vec<String> {
         recs.iter()
@@ -487,7 +490,7 @@ async fn look_alikes_and_same_server_copies_are_held_by_default() {
             .map(|f| f["rule"].as_str().unwrap().to_string())
             .collect()
     };
-    assert_eq!(rule_of("alpha", "read_note v1"), ["names.suffix"]);
+    assert_eq!(rule_of("alpha", "read_note v1"), ["names.copy"]);
     assert_eq!(rule_of("beta", "\u{430}dd"), ["names.confusable"]);
     assert_eq!(rule_of("beta", "echo"), ["names.collision"]);
     // The original of the copy is not flagged.
@@ -978,7 +981,9 @@ async fn a_tool_transfer_result_the_detector_lets_through_is_held_until_approved
     assert_eq!(r["isError"], true, "{r}");
     let text = text_of(&r);
     assert!(text.contains("held for review"), "{text}");
-    assert!(!text.contains("Call measure_convert"), "{text}");
+    // Neither the wording nor the tool it points to reaches the model; the
+    // review item (below) names the tool.
+    assert!(!text.contains("measure_convert"), "{text}");
     let items = pending(&p.state);
     assert_eq!(items.len(), 1, "{items:?}");
     assert_eq!(items[0]["kind"], "result");
