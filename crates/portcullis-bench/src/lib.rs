@@ -20,6 +20,8 @@
 pub mod agent;
 pub mod attack;
 pub mod domains;
+pub mod external;
+pub mod operands;
 pub mod payloads;
 pub mod report;
 pub mod runner;

@@ -81,6 +81,8 @@ pub fn rows(results: &[TrialResult], key: impl Fn(&TrialResult) -> Option<String
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub agents: Vec<String>,
+    /// The seeds the attack values were drawn with.
+    pub seeds: Vec<u64>,
     pub total: usize,
     pub errored: usize,
     pub by_type: Vec<Row>,
@@ -123,8 +125,12 @@ pub fn build(results: &[TrialResult]) -> Report {
         .collect();
     agents.sort();
     agents.dedup();
+    let mut seeds: Vec<u64> = results.iter().filter_map(|r| r.seed).collect();
+    seeds.sort_unstable();
+    seeds.dedup();
     Report {
         agents,
+        seeds,
         total: results.len(),
         errored: results.iter().filter(|r| r.score.errored).count(),
         by_type,
@@ -194,6 +200,16 @@ pub fn table(title: &str, rows: &[Row]) -> String {
 pub fn markdown(r: &Report, command: &str, charts: &[(String, String)]) -> String {
     let mut s = String::from("# portcullis bench\n\n");
     let _ = writeln!(s, "Command: `{command}`\n");
+    let seeds: Vec<String> = r.seeds.iter().map(u64::to_string).collect();
+    let _ = writeln!(
+        s,
+        "Attack values (tool names, paths, keys, numbers, canaries, sinks) drawn with seed {}.\n",
+        if seeds.is_empty() {
+            "— (fixed values of an older run)".to_string()
+        } else {
+            seeds.join(", ")
+        }
+    );
     let _ = writeln!(
         s,
         "Agents: {}. Trials: {} ({} errored, excluded from every figure and counted in the last column). \

@@ -8,8 +8,10 @@
 use crate::agent::{compliant, openai, AgentConfig, Connection, Endpoint};
 use crate::attack::{AttackSpec, AttackType, Goal, Instance, Vector, TYPES};
 use crate::domains::{self, Task, WORKSPACE};
-use crate::payloads::{self, PayloadRef, Split};
-use crate::sandbox::{self, Sandbox};
+use crate::external::ExternalPayload;
+use crate::operands::Operands;
+use crate::payloads::{self, Payload, PayloadRef, Split};
+use crate::sandbox::Sandbox;
 use crate::score::{self, Score};
 use crate::trace::{Event, Trace};
 use crate::{hash_hex, BenchError, Result};
@@ -47,7 +49,10 @@ pub struct TrialSpec {
     pub domain: String,
     /// None: a control trial (the task alone, no attack).
     pub attack: Option<AttackSpec>,
-    pub canary: String,
+    /// The run's seed and the trial's values drawn from it (the attack carries the
+    /// same values).
+    pub seed: u64,
+    pub operands: Operands,
 }
 
 /// What to plan.
@@ -65,6 +70,10 @@ pub struct PlanOptions {
     /// Also run every task without an attack (control trials).
     pub controls: bool,
     pub modes: Vec<Mode>,
+    /// Draws every trial's attack values ([`Operands::draw`]).
+    pub seed: u64,
+    /// Payloads from `--payloads` files (the `external` split).
+    pub external: Vec<ExternalPayload>,
 }
 
 impl Default for PlanOptions {
@@ -78,6 +87,8 @@ impl Default for PlanOptions {
             tasks_per_cell: 1,
             controls: true,
             modes: vec![Mode::Baseline, Mode::Defended],
+            seed: crate::operands::DEFAULT_SEED,
+            external: Vec::new(),
         }
     }
 }
@@ -90,6 +101,53 @@ fn pick<T: Clone>(items: &[T], key: &str, k: usize) -> Vec<T> {
     (0..k.min(items.len()))
         .map(|i| items[(start + i) % items.len()].clone())
         .collect()
+}
+
+/// The payloads a cell runs with: `registers_per_cell` of each split's registers
+/// (rotating with the cell), or every one (0); for the external split, the lines of
+/// the `--payloads` files that have the instructions the cell needs.
+fn payloads_of_cell(
+    o: &PlanOptions,
+    ty: &AttackType,
+    goal: Goal,
+    cell_no: usize,
+) -> Vec<(PayloadRef, Option<ExternalPayload>)> {
+    if !ty.has_text() {
+        return vec![(PayloadRef::none(), None)];
+    }
+    let rotate = |n: usize| -> Vec<usize> {
+        if o.registers_per_cell == 0 {
+            (0..n).collect()
+        } else {
+            let start = cell_no % n.max(1);
+            (0..o.registers_per_cell.min(n))
+                .map(|i| (start + i) % n)
+                .collect()
+        }
+    };
+    let mut out = Vec::new();
+    for &split in &o.splits {
+        if split == Split::External {
+            let needs = ty.needs(goal);
+            let fit: Vec<&ExternalPayload> = o
+                .external
+                .iter()
+                .filter(|p| needs.iter().all(|k| p.has(k)))
+                .collect();
+            out.extend(rotate(fit.len()).into_iter().map(|i| {
+                let p = Payload::external(fit[i].clone());
+                (p.reference, Some(fit[i].clone()))
+            }));
+        } else {
+            let all = payloads::registers(split);
+            out.extend(
+                rotate(all.len())
+                    .into_iter()
+                    .map(|i| (all[i].clone(), None)),
+            );
+        }
+    }
+    out
 }
 
 /// The target tool of an attack on `task`: the first step's tool; under the rug
@@ -128,29 +186,13 @@ pub fn plan(o: &PlanOptions, agent: &AgentConfig) -> Vec<TrialSpec> {
                 .filter(|g| o.goals.is_empty() || o.goals.contains(g))
             {
                 cell_no += 1;
-                let mut regs: Vec<PayloadRef> = Vec::new();
-                if ty.has_text() {
-                    for &split in &o.splits {
-                        let all = payloads::registers(split);
-                        if o.registers_per_cell == 0 {
-                            regs.extend(all);
-                        } else {
-                            let start = cell_no % all.len().max(1);
-                            regs.extend(
-                                (0..o.registers_per_cell.min(all.len()))
-                                    .map(|i| all[(start + i) % all.len()].clone()),
-                            );
-                        }
-                    }
-                } else {
-                    regs.push(PayloadRef::none());
-                }
+                let regs = payloads_of_cell(o, ty, goal, cell_no);
                 let eligible: Vec<Task> = tasks
                     .iter()
                     .filter(|t| ty.reply != crate::attack::Reply::Data || t.reads)
                     .cloned()
                     .collect();
-                for r in regs {
+                for (r, external) in regs {
                     let key = format!(
                         "{}/{}/{}/{}",
                         ty.code,
@@ -159,6 +201,8 @@ pub fn plan(o: &PlanOptions, agent: &AgentConfig) -> Vec<TrialSpec> {
                         r.id()
                     );
                     for t in pick(&eligible, &key, o.tasks_per_cell.max(1)) {
+                        let target = target_of(&t, vector);
+                        let operands = Operands::draw(o.seed, &format!("{key}/{}", t.id), target);
                         let slot =
                             (usize::from_str_radix(&hash_hex(&format!("{key}/{}", t.id), 4), 16)
                                 .unwrap_or(0)
@@ -169,8 +213,10 @@ pub fn plan(o: &PlanOptions, agent: &AgentConfig) -> Vec<TrialSpec> {
                                 vector,
                                 goal,
                                 payload: r.clone(),
-                                target: target_of(&t, vector).into(),
+                                target: target.into(),
                                 slot,
+                                operands,
+                                external: external.clone(),
                             }),
                             t,
                         ));
@@ -181,6 +227,11 @@ pub fn plan(o: &PlanOptions, agent: &AgentConfig) -> Vec<TrialSpec> {
     }
     let mut out = Vec::new();
     for (i, (attack, task)) in cells.into_iter().enumerate() {
+        // A control draws its own values (its sandbox needs a phone, a canary, …).
+        let operands = attack.as_ref().map_or_else(
+            || Operands::draw(o.seed, &format!("control/{}", task.id), ""),
+            |a| a.operands.clone(),
+        );
         let label = match &attack {
             Some(a) => format!(
                 "{}-{}-{}-{}",
@@ -201,7 +252,8 @@ pub fn plan(o: &PlanOptions, agent: &AgentConfig) -> Vec<TrialSpec> {
                 task: task.id.into(),
                 domain: task.domain.into(),
                 attack: attack.clone(),
-                canary: sandbox::canary_for(&base),
+                seed: o.seed,
+                operands: operands.clone(),
             });
         }
     }
@@ -272,6 +324,10 @@ pub struct TrialResult {
     pub goal: String,
     pub split: String,
     pub register: String,
+    /// The seed the trial's attack values were drawn with (none: a run from
+    /// before values were drawn, with the old fixed ones).
+    #[serde(default)]
+    pub seed: Option<u64>,
     #[serde(flatten)]
     pub score: Score,
     pub tool_calls: usize,
@@ -289,20 +345,9 @@ fn server_args(sb: &Path, domain: &str, role: &str, attack: Option<&AttackSpec>)
         role.into(),
     ];
     if let Some(x) = attack {
-        a.extend([
-            "--attack-type".into(),
-            x.kind.clone(),
-            "--vector".into(),
-            x.vector.as_str().into(),
-            "--goal".into(),
-            x.goal.as_str().into(),
-            "--payload".into(),
-            x.payload.id(),
-            "--target".into(),
-            x.target.clone(),
-            "--slot".into(),
-            x.slot.to_string(),
-        ]);
+        // The whole spec, values included: the server mutates its tools with them.
+        a.push("--attack-json".into());
+        a.push(serde_json::to_string(x).unwrap_or_default());
     }
     a
 }
@@ -408,8 +453,10 @@ fn idle_without_pending_signal(pid: u32) -> bool {
     sleeping && none_pending
 }
 
-fn start_worker(sb: &Sandbox) -> Result<tokio::process::Child> {
+/// The worker the kill goal targets: `sleep`, under the trial's process name.
+fn start_worker(sb: &Sandbox, o: &Operands) -> Result<tokio::process::Child> {
     let child = tokio::process::Command::new("sleep")
+        .arg0(&o.process)
         .arg("600")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -420,7 +467,7 @@ fn start_worker(sb: &Sandbox) -> Result<tokio::process::Child> {
     let pid = child
         .id()
         .ok_or_else(|| BenchError::Process("worker has no pid".into()))?;
-    sb.write(crate::attack::values::PID_FILE, &format!("{pid}\n"))?;
+    sb.write(&o.pid_file, &format!("{pid}\n"))?;
     Ok(child)
 }
 
@@ -531,7 +578,9 @@ pub async fn run_trial(spec: TrialSpec, opts: &RunOptions, bins: &Bins) -> Trial
     };
     let outcome: Result<(Score, usize)> = async {
         let trace = Trace::create(&trace_path)?;
-        trace.push(Event::Trial { spec: spec.clone() })?;
+        trace.push(Event::Trial {
+            spec: Box::new(spec.clone()),
+        })?;
         let poison = match &spec.attack {
             Some(a) => Instance::new(a.clone())?.poison(),
             None => None,
@@ -539,8 +588,8 @@ pub async fn run_trial(spec: TrialSpec, opts: &RunOptions, bins: &Bins) -> Trial
         if sb_root.exists() {
             std::fs::remove_dir_all(&sb_root).map_err(|e| BenchError::io(&sb_root, e))?;
         }
-        let sb = Sandbox::create(&sb_root, &spec.canary, poison.as_deref())?;
-        let mut worker = start_worker(&sb)?;
+        let sb = Sandbox::create(&sb_root, &spec.operands, poison.as_deref())?;
+        let mut worker = start_worker(&sb, &spec.operands)?;
         let ran = tokio::time::timeout(
             opts.trial_timeout,
             agent_part(&spec, opts, bins, &sb, &trace),
@@ -604,6 +653,7 @@ pub async fn run_trial(spec: TrialSpec, opts: &RunOptions, bins: &Bins) -> Trial
         goal,
         split,
         register,
+        seed: Some(spec.seed),
         score,
         tool_calls,
         secs: started.elapsed().as_secs_f64(),

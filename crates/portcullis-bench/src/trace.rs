@@ -14,8 +14,9 @@ use std::sync::Mutex;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
+    /// The trial (boxed: it carries the drawn values and maybe a payload).
     Trial {
-        spec: TrialSpec,
+        spec: Box<TrialSpec>,
     },
     /// The tools as the agent was shown them.
     Listed {
@@ -40,10 +41,10 @@ pub enum Event {
         is_error: bool,
         rpc_error: Option<i64>,
     },
-    /// The agent found a declared instruction sentence in what it read and obeyed.
+    /// An instruction's operands reached the agent in what it read, and it acted.
     Obey {
         directive: String,
-        sentence: String,
+        operands: String,
         source: String,
     },
     /// A chat message of an LLM agent (role, content, tool calls).

@@ -14,6 +14,7 @@
 
 use portcullis_bench::agent::AgentConfig;
 use portcullis_bench::attack::{AttackSpec, AttackType, Vector, TYPES};
+use portcullis_bench::operands::{Operands, DEFAULT_SEED as SEED};
 use portcullis_bench::payloads::{self, PayloadRef, Split};
 use portcullis_bench::runner::{self, target_of, Bins, Mode, RunOptions, TrialSpec};
 use portcullis_bench::trace::{self, Event};
@@ -44,7 +45,8 @@ fn cells() -> Vec<(&'static AttackType, Vector)> {
     out
 }
 
-/// One trial per cell and mode, on task `notes-dentist` with seen payloads.
+/// One trial per cell and mode, on task `notes-dentist` with seen payloads and
+/// values drawn with the default seed.
 fn cell_trials(agent: &AgentConfig, modes: &[Mode]) -> Vec<TrialSpec> {
     let task = portcullis_bench::domains::task("notes-dentist").unwrap();
     let seen = payloads::registers(Split::Seen);
@@ -57,16 +59,20 @@ fn cell_trials(agent: &AgentConfig, modes: &[Mode]) -> Vec<TrialSpec> {
         } else {
             PayloadRef::none()
         };
+        let base = format!("{i:02}-{}-{}-{}", ty.code, vector.as_str(), goal.as_str());
+        let target = target_of(&task, vector);
+        let operands = Operands::draw(SEED, &base, target);
         let attack = AttackSpec {
             kind: ty.code.into(),
             vector,
             goal,
             payload,
-            target: target_of(&task, vector).into(),
+            target: target.into(),
             slot: (i % 3) as u8,
+            operands: operands.clone(),
+            external: None,
         };
         for &mode in modes {
-            let base = format!("{i:02}-{}-{}-{}", ty.code, vector.as_str(), goal.as_str());
             specs.push(TrialSpec {
                 id: format!("{base}-{}", mode.as_str()),
                 mode,
@@ -75,7 +81,8 @@ fn cell_trials(agent: &AgentConfig, modes: &[Mode]) -> Vec<TrialSpec> {
                 task: task.id.into(),
                 domain: task.domain.into(),
                 attack: Some(attack.clone()),
-                canary: portcullis_bench::sandbox::canary_for(&base),
+                seed: SEED,
+                operands: operands.clone(),
             });
         }
     }

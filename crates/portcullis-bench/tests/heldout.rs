@@ -6,6 +6,7 @@
 //! no sentence.
 
 use portcullis_bench::attack::{AttackSpec, Instance, TYPES};
+use portcullis_bench::operands::Operands;
 use portcullis_bench::payloads::{self, PayloadRef, Split};
 use portcullis_core::{Channel, Item};
 use portcullis_detect::{Detector, RecordMeta, STAGE_RULES};
@@ -18,6 +19,13 @@ fn texts(split: Split) -> Vec<(String, Channel, bool, String)> {
         for ty in TYPES {
             for &vector in ty.vectors {
                 for goal in ty.goals() {
+                    let label = format!(
+                        "{} {} {} {}",
+                        reg.id(),
+                        ty.code,
+                        vector.as_str(),
+                        goal.as_str()
+                    );
                     let spec = AttackSpec {
                         kind: ty.code.into(),
                         vector,
@@ -29,16 +37,12 @@ fn texts(split: Split) -> Vec<(String, Channel, bool, String)> {
                         },
                         target: "read_note".into(),
                         slot: 0,
+                        // Values drawn per text: names, paths and sinks vary.
+                        operands: Operands::draw(1, &label, "read_note"),
+                        external: None,
                     };
                     let i = Instance::new(spec).expect("valid attack");
-                    let label = format!(
-                        "{} {} {} {}",
-                        reg.id(),
-                        ty.code,
-                        vector.as_str(),
-                        goal.as_str()
-                    );
-                    for (t, _) in [i.definition_text(), i.promotion_text()]
+                    for t in [i.definition_text(), i.promotion_text()]
                         .into_iter()
                         .flatten()
                     {
@@ -47,7 +51,7 @@ fn texts(split: Split) -> Vec<(String, Channel, bool, String)> {
                         out.push((flat.clone(), Channel::ToolDefinition, false, label.clone()));
                         out.push((flat, Channel::ToolDefinition, true, label.clone()));
                     }
-                    if let Some((t, _)) = i.result_text() {
+                    if let Some(t) = i.result_text() {
                         out.push((t, Channel::ToolResult, false, label.clone()));
                     }
                 }

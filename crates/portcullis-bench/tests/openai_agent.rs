@@ -94,7 +94,8 @@ fn spec(id: &str, model: &str) -> TrialSpec {
         task: "notes-dentist".into(),
         domain: "notes".into(),
         attack: None,
-        canary: portcullis_bench::sandbox::canary_for(id),
+        seed: 1,
+        operands: portcullis_bench::operands::Operands::draw(1, id, ""),
     }
 }
 

@@ -47,9 +47,14 @@ pub struct PlanArgs {
     /// leak_model, exfil_canary.
     #[arg(long, value_delimiter = ',')]
     pub goals: Vec<String>,
-    /// Payload splits: seen, heldout.
+    /// Payload splits: seen, heldout (and external, which `--payloads` adds).
     #[arg(long, value_delimiter = ',', default_value = "seen,heldout")]
     pub splits: Vec<String>,
+    /// Payloads from outside, one JSON object per line (docs/bench.md, "Payloads
+    /// from outside"); each file is reported as its own register(s). Bad lines
+    /// are reported with file and line and skipped. Repeatable.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub payloads: Vec<PathBuf>,
     /// Registers per cell and split, rotating (0 = every register).
     #[arg(long, default_value_t = 1)]
     pub registers_per_cell: usize,
@@ -62,6 +67,11 @@ pub struct PlanArgs {
     /// Modes: baseline, defended.
     #[arg(long, value_delimiter = ',', default_value = "baseline,defended")]
     pub modes: Vec<String>,
+    /// Draws every trial's attack values: the attack tools' names, the files an
+    /// attack writes, the key, phone numbers, pid file, canary and sink (the report
+    /// prints it; the same seed plans the same run).
+    #[arg(long, default_value_t = portcullis_bench::operands::DEFAULT_SEED)]
+    pub seed: u64,
 }
 
 #[derive(Args)]
@@ -87,9 +97,9 @@ pub struct RunArgs {
     pub model: Option<String>,
     #[arg(long, default_value_t = 0.0)]
     pub temperature: f64,
-    /// Seed sent with every request (endpoints that support it).
+    /// Seed sent with every chat request (endpoints that support it).
     #[arg(long)]
-    pub seed: Option<u64>,
+    pub llm_seed: Option<u64>,
     /// Retries of a failed request before the trial counts as errored.
     #[arg(long, default_value_t = 2)]
     pub retries: u32,
@@ -120,9 +130,15 @@ fn plan_options(a: &PlanArgs) -> Result<PlanOptions> {
         .map(|s| match s.as_str() {
             "seen" => Ok(Split::Seen),
             "heldout" => Ok(Split::Heldout),
-            other => bail!("unknown split {other} (seen, heldout)"),
+            "external" => Ok(Split::External),
+            other => bail!("unknown split {other} (seen, heldout, external)"),
         })
         .collect::<Result<Vec<_>>>()?;
+    let external = external_payloads(&a.payloads)?;
+    let mut splits = splits;
+    if !external.is_empty() && !splits.contains(&Split::External) {
+        splits.push(Split::External);
+    }
     let modes = a
         .modes
         .iter()
@@ -152,7 +168,41 @@ fn plan_options(a: &PlanArgs) -> Result<PlanOptions> {
         tasks_per_cell: a.tasks_per_cell,
         controls: !a.no_controls,
         modes,
+        seed: a.seed,
+        external,
     })
+}
+
+/// The good lines of every `--payloads` file; each bad line is reported on
+/// stderr with its file and line, and skipped.
+fn external_payloads(
+    files: &[PathBuf],
+) -> Result<Vec<portcullis_bench::external::ExternalPayload>> {
+    let mut all = Vec::new();
+    for f in files {
+        let (ok, errors) = portcullis_bench::external::load(f)
+            .with_context(|| format!("reading --payloads {}", f.display()))?;
+        for e in &errors {
+            eprintln!("portcullis bench: skipped {e}");
+        }
+        eprintln!(
+            "portcullis bench: {}: {} payload(s) loaded, {} line(s) skipped",
+            f.display(),
+            ok.len(),
+            errors.len()
+        );
+        if ok.iter().any(|p| {
+            all.iter()
+                .any(|q: &portcullis_bench::external::ExternalPayload| q.file == p.file)
+        }) {
+            bail!(
+                "--payloads: two files are named {}; their registers would be reported as one (rename one)",
+                f.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+            );
+        }
+        all.extend(ok);
+    }
+    Ok(all)
 }
 
 fn agent(a: &RunArgs) -> Result<AgentConfig> {
@@ -170,7 +220,7 @@ fn agent(a: &RunArgs) -> Result<AgentConfig> {
                 .context("--agent openai needs --model NAME")?;
             let mut c = OpenAiConfig::new(endpoint, model);
             c.temperature = a.temperature;
-            c.seed = a.seed;
+            c.seed = a.llm_seed;
             c.retries = a.retries;
             c.api_key_env = a.api_key_env.clone();
             c.max_turns = a.max_turns;

@@ -1,11 +1,13 @@
 //! `portcullis-benchserver`: one domain of the bench's scenarios as an MCP server
 //! (stdio, or Streamable HTTP with `--listen`), acting on a sandbox directory; with
-//! `--attack-type` (or `PORTCULLIS_BENCH_ATTACK`, a JSON attack spec) the attack
-//! variant made by mutating the domain's benign tools.
+//! `--attack-json` (a whole attack spec, as the runner passes it), `--attack-type`
+//! and its flags (values drawn from `--seed`), or `PORTCULLIS_BENCH_ATTACK` (a JSON
+//! attack spec), the attack variant made by mutating the domain's benign tools.
 
 use anyhow::{Context, Result};
 use clap::Parser;
 use portcullis_bench::attack::{AttackSpec, Goal, Role, Vector};
+use portcullis_bench::operands::Operands;
 use portcullis_bench::payloads::PayloadRef;
 use portcullis_bench::sandbox::Sandbox;
 use portcullis_bench::server::{self, ServerSetup};
@@ -27,6 +29,9 @@ struct Args {
     /// Serve Streamable HTTP on this address instead of stdio (port 0: any).
     #[arg(long)]
     listen: Option<std::net::SocketAddr>,
+    /// The attack as a JSON attack spec (what the runner passes).
+    #[arg(long, conflicts_with = "attack_type")]
+    attack_json: Option<String>,
     /// Attack type (NC, PM, PI, OP, UI, FE, TT, RI, PI-UI, …).
     #[arg(long)]
     attack_type: Option<String>,
@@ -46,20 +51,32 @@ struct Args {
     /// Schema slot (0 nested title, 1 enum value, 2 property name).
     #[arg(long, default_value_t = 0)]
     slot: u8,
+    /// Draws the attack's values (tool names, paths, key, numbers, sink) for
+    /// `--attack-type`.
+    #[arg(long, default_value_t = portcullis_bench::operands::DEFAULT_SEED)]
+    seed: u64,
 }
 
 fn attack(a: &Args) -> Result<Option<AttackSpec>> {
+    if let Some(json) = &a.attack_json {
+        return serde_json::from_str(json)
+            .map(Some)
+            .context("--attack-json is not an attack spec");
+    }
     if let Some(kind) = &a.attack_type {
         let need = |o: &Option<String>, what: &str| {
             o.clone()
                 .with_context(|| format!("--attack-type needs --{what}"))
         };
+        let target = need(&a.target, "target")?;
         return Ok(Some(AttackSpec {
             kind: kind.clone(),
             vector: Vector::parse(&need(&a.vector, "vector")?)?,
             goal: Goal::parse(&need(&a.goal, "goal")?)?,
             payload: PayloadRef::parse(&a.payload)?,
-            target: need(&a.target, "target")?,
+            operands: Operands::draw(a.seed, "portcullis-benchserver", &target),
+            external: None,
+            target,
             slot: a.slot,
         }));
     }

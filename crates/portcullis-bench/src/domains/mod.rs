@@ -255,7 +255,12 @@ mod tests {
     #[test]
     fn no_task_is_complete_before_it_is_done() {
         let dir = tempfile::tempdir().unwrap();
-        let sb = Sandbox::create(dir.path(), "sk_live_test", None).unwrap();
+        let sb = Sandbox::create(
+            dir.path(),
+            &crate::operands::Operands::draw(1, "t", ""),
+            None,
+        )
+        .unwrap();
         for t in all_tasks() {
             let ctx = CheckCtx {
                 sandbox: &sb,
