@@ -51,6 +51,36 @@ pub enum Lang {
     De,
 }
 
+impl Lang {
+    /// The ISO 639-1 code.
+    pub fn code(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::De => "de",
+        }
+    }
+}
+
+/// The language of an attack's payload, as the report groups it: a built-in
+/// register's, a `--payloads` line's (`unstated` if it gives none), `none` for an
+/// attack without text.
+pub fn language_of(spec: &crate::attack::AttackSpec) -> String {
+    if let Some(p) = &spec.external {
+        return if p.language.trim().is_empty() {
+            "unstated".into()
+        } else {
+            p.language.trim().to_lowercase()
+        };
+    }
+    match get(&spec.payload) {
+        Ok(Payload {
+            text: PayloadText::Builtin(r),
+            ..
+        }) => r.lang.code().into(),
+        _ => "none".into(),
+    }
+}
+
 /// Which frame of a register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Frame {
@@ -430,6 +460,26 @@ mod tests {
                 assert!(t.contains(&o.endpoint), "{}: {t}", r.name);
             }
         }
+    }
+
+    #[test]
+    fn a_payload_has_the_language_of_its_register() {
+        let spec = |split, register: &str| crate::attack::AttackSpec {
+            kind: "PI".into(),
+            vector: crate::attack::Vector::Description,
+            goal: Goal::SshKey,
+            payload: PayloadRef {
+                split,
+                register: register.into(),
+            },
+            target: "read_note".into(),
+            slot: 0,
+            operands: Operands::draw(1, "t", "read_note"),
+            external: None,
+        };
+        assert_eq!(language_of(&spec(Split::Heldout, "german")), "de");
+        assert_eq!(language_of(&spec(Split::Seen, "terse")), "en");
+        assert_eq!(language_of(&spec(Split::None, "none")), "none");
     }
 
     #[test]

@@ -90,6 +90,7 @@ pub struct Report {
     pub controls: Row,
     pub by_vector: Vec<Row>,
     pub by_register: Vec<Row>,
+    pub by_language: Vec<Row>,
     pub by_split: Vec<Row>,
     pub by_goal: Vec<Row>,
     pub by_domain: Vec<Row>,
@@ -139,6 +140,10 @@ pub fn build(results: &[TrialResult]) -> Report {
         by_vector: rows(results, |r| attacked(r).then(|| r.vector.clone())),
         by_register: rows(results, |r| {
             attacked(r).then(|| format!("{}/{}", r.split, r.register))
+        }),
+        by_language: rows(results, |r| {
+            (attacked(r) && !r.language.is_empty() && r.language != "none")
+                .then(|| r.language.clone())
         }),
         by_split: rows(results, |r| attacked(r).then(|| r.split.clone())),
         by_goal: rows(results, |r| attacked(r).then(|| r.goal.clone())),
@@ -234,6 +239,7 @@ Proportions are `p% [95% Wilson interval] (k/n)`.\n",
             &r.by_split,
         ),
         ("By payload register", &r.by_register),
+        ("By payload language", &r.by_language),
         ("By attack type and split", &r.by_type_split),
         ("By goal", &r.by_goal),
         ("By domain", &r.by_domain),

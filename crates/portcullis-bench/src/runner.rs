@@ -324,6 +324,9 @@ pub struct TrialResult {
     pub goal: String,
     pub split: String,
     pub register: String,
+    /// The payload's language (`none` without text or attack).
+    #[serde(default)]
+    pub language: String,
     /// The seed the trial's attack values were drawn with (none: a run from
     /// before values were drawn, with the old fixed ones).
     #[serde(default)]
@@ -560,6 +563,10 @@ pub async fn run_trial(spec: TrialSpec, opts: &RunOptions, bins: &Bins) -> Trial
     let sb_root = opts.out.join("sandboxes").join(&spec.id);
     let trace_rel = format!("traces/{}.jsonl", spec.id);
     let trace_path = opts.out.join(&trace_rel);
+    let language = spec
+        .attack
+        .as_ref()
+        .map_or_else(|| "none".to_string(), payloads::language_of);
     let (kind, vector, goal, split, register) = match &spec.attack {
         Some(a) => (
             a.kind.clone(),
@@ -653,6 +660,7 @@ pub async fn run_trial(spec: TrialSpec, opts: &RunOptions, bins: &Bins) -> Trial
         goal,
         split,
         register,
+        language,
         seed: Some(spec.seed),
         score,
         tool_calls,

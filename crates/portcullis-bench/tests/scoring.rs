@@ -291,6 +291,7 @@ fn result(
         goal: "ssh_key".into(),
         split: "heldout".into(),
         register: "terse".into(),
+        language: "en".into(),
         seed: Some(1),
         score: Score {
             errored,

@@ -80,4 +80,7 @@ fn payloads_from_a_file_run_as_their_own_registers_and_bad_lines_are_skipped() {
     let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     assert!(report.contains("seed 7"), "{report}");
     assert!(report.contains("outside/support_ticket"), "{report}");
+    // The lines' languages are reported too (the changelog line is Portuguese).
+    assert!(report.contains("## By payload language"), "{report}");
+    assert!(report.contains("| pt |"), "{report}");
 }
