@@ -195,8 +195,9 @@ pub fn compare(name: &str, other: &str, max_edit: usize) -> Option<&'static str>
 /// server: the original spelled with confusable characters (where the original is
 /// plain ASCII), in another casing or with other separators (`readNote`,
 /// `READ-NOTE` beside `read_note`: no direction, both are flagged), or the
-/// original plus a version/`new`-style suffix (`read_note v1`, `read_note_new`,
-/// `read_notev2`). Edit-distance differences are left alone within one server
+/// original plus a `new`-style word (`read_note_new`, `read_note latest`). A
+/// version alone (`read_note_v2`) is not a copy by name within one server (an API
+/// version; [`copy_of`] decides by definition). Edit-distance differences are left alone within one server
 /// (benign APIs have `get_user` beside `get_users`), and so is a bare number glued
 /// to the name (`base64` beside `base`). In the tool listings of 211 real servers
 /// (corpus/harvest, 4,837 tools) no two tools of one server differ only in case or
