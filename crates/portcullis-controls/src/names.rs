@@ -196,10 +196,11 @@ pub fn compare(name: &str, other: &str, max_edit: usize) -> Option<&'static str>
 /// plain ASCII), in another casing or with other separators (`readNote`,
 /// `READ-NOTE` beside `read_note`: no direction, both are flagged), or the
 /// original plus a `new`-style word (`read_note_new`, `read_note latest`). A
-/// version alone (`read_note_v2`) is not a copy by name within one server (an API
-/// version; [`copy_of`] decides by definition). Edit-distance differences are left alone within one server
-/// (benign APIs have `get_user` beside `get_users`), and so is a bare number glued
-/// to the name (`base64` beside `base`). In the tool listings of 211 real servers
+/// version alone (`read_note_v2`) is not a copy by name within one server (an
+/// API version; [`copy_of`] decides by definition). Edit-distance differences
+/// are left alone within one server (benign APIs have `get_user` beside
+/// `get_users`), and so is a bare number glued to the name (`base64` beside
+/// `base`). In the tool listings of 211 real servers
 /// (corpus/harvest, 4,837 tools) no two tools of one server differ only in case or
 /// separators; `tests/real_listings.rs` keeps every rule here silent on them.
 pub fn copies(name: &str, original: &str) -> Option<&'static str> {
