@@ -446,6 +446,18 @@ impl Store {
         })
     }
 
+    /// How many items are pending.
+    pub fn pending_count(&self) -> Result<usize, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT COUNT(*) FROM queue WHERE status = 'pending'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+        })
+        .map(|n| usize::try_from(n).unwrap_or(0))
+    }
+
     /// Pending items (or all items), oldest first.
     pub fn list(&self, all: bool) -> Result<Vec<QueueItem>, StoreError> {
         self.with(|c| {

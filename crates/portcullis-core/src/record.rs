@@ -45,6 +45,19 @@ pub enum Action {
     Deny,
 }
 
+impl Action {
+    /// As serialized (`pass`, `mask`, `sanitize`, `hold`, `deny`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Pass => "pass",
+            Action::Mask => "mask",
+            Action::Sanitize => "sanitize",
+            Action::Hold => "hold",
+            Action::Deny => "deny",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -179,4 +192,25 @@ impl DecisionRecord {
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_serialized_forms() {
+        for a in [
+            Action::Pass,
+            Action::Mask,
+            Action::Sanitize,
+            Action::Hold,
+            Action::Deny,
+        ] {
+            assert_eq!(serde_json::to_value(a).unwrap(), a.as_str());
+        }
+        for s in [Status::Allow, Status::Review, Status::Block] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+    }
 }

@@ -169,6 +169,8 @@ pub struct AuditLog {
     tx: Option<mpsc::Sender<Batch>>,
     thread: Option<JoinHandle<()>>,
     config: AuditConfig,
+    /// Counts every acknowledged record (the gateway's; `None` elsewhere).
+    metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
 }
 
 impl std::fmt::Debug for AuditLog {
@@ -231,7 +233,14 @@ impl AuditLog {
             tx: Some(tx),
             thread: Some(thread),
             config,
+            metrics: None,
         })
+    }
+
+    /// Count every record this log acknowledges in `metrics`.
+    pub fn with_metrics(mut self, metrics: std::sync::Arc<crate::metrics::Metrics>) -> AuditLog {
+        self.metrics = Some(metrics);
+        self
     }
 
     pub fn config(&self) -> &AuditConfig {
@@ -244,6 +253,11 @@ impl AuditLog {
         if records.is_empty() {
             return Ok(());
         }
+        let observed = self
+            .metrics
+            .as_ref()
+            .map(|_| crate::metrics::Metrics::batch_of(&records));
+        let start = std::time::Instant::now();
         let (ack, done) = tokio::sync::oneshot::channel();
         self.tx
             .as_ref()
@@ -252,7 +266,11 @@ impl AuditLog {
             .map_err(|_| AuditError::Stopped("writer thread gone".into()))?;
         done.await
             .map_err(|_| AuditError::Stopped("writer thread gone".into()))?
-            .map_err(AuditError::Stopped)
+            .map_err(AuditError::Stopped)?;
+        if let (Some(m), Some(batch)) = (&self.metrics, observed) {
+            m.records_written(batch, start.elapsed());
+        }
+        Ok(())
     }
 }
 

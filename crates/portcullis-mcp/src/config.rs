@@ -174,6 +174,9 @@ pub struct GatewayConfig {
     /// The structural controls' persistent state (pins, review queue, allowlist).
     #[serde(default)]
     pub state: StateConfig,
+    /// The Prometheus endpoint.
+    #[serde(default)]
+    pub metrics: MetricsConfig,
     /// Trust on first use: pins of tool, prompt and template definitions and of
     /// server instructions.
     #[serde(default)]
@@ -258,6 +261,7 @@ impl GatewayConfig {
             namespace_separator: default_separator(),
             audit,
             state: StateConfig::default(),
+            metrics: MetricsConfig::default(),
             pins: PinsConfig::default(),
             review: ReviewConfig::default(),
             names: NamesConfig::default(),
@@ -390,7 +394,38 @@ impl GatewayConfig {
                 ));
             }
         }
-        self.validate_listener()
+        self.validate_listener()?;
+        self.validate_metrics()
+    }
+
+    /// A metrics endpoint other machines reach must authenticate its scraper.
+    fn validate_metrics(&self) -> Result<(), ConfigError> {
+        let Some(listen) = &self.metrics.listen else {
+            return Ok(());
+        };
+        // Port 0 lets the system choose: two such listeners never collide.
+        if self.listen.as_deref() == Some(listen.as_str()) && !listen.ends_with(":0") {
+            return Err(ConfigError::Invalid(format!(
+                "[metrics] listen = {listen:?} is also the gateway's `listen`; give the \
+                 metrics endpoint its own port (e.g. 127.0.0.1:9464)"
+            )));
+        }
+        if !listen_is_loopback(listen)
+            && self
+                .metrics
+                .bearer_token_env
+                .as_deref()
+                .is_none_or(str::is_empty)
+        {
+            return Err(ConfigError::Invalid(format!(
+                "[metrics] listen = {listen:?} is not a loopback address, and no bearer token \
+                 is configured: anyone who can reach it could read which servers and tools \
+                 are used and held. Add `bearer_token_env = \"VAR\"` under [metrics] and set \
+                 VAR to a long random token the scraper sends as `Authorization: Bearer \
+                 TOKEN`, or listen on 127.0.0.1"
+            )));
+        }
+        Ok(())
     }
 
     /// A listener reachable from other machines must authenticate its clients and
@@ -527,6 +562,20 @@ pub fn derived_name(command: &str, args: &[String]) -> String {
     }
 }
 
+/// `[metrics]`: the Prometheus endpoint (`GET /metrics`, OpenMetrics text).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Address of the endpoint (`127.0.0.1:9464`); absent = no endpoint.
+    #[serde(default)]
+    pub listen: Option<String>,
+    /// Environment variable holding a bearer token the scraper must send;
+    /// required for a `listen` that is not loopback (the page names servers,
+    /// methods and how often each was held).
+    #[serde(default)]
+    pub bearer_token_env: Option<String>,
+}
+
 /// `[state]`: where pins, the review queue and the allowlist live.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -641,6 +690,44 @@ url = "http://127.0.0.1:9/mcp"
         assert_eq!(c.servers[0].name, "my__time");
         c.validate()
             .expect("one server is not namespaced: any name");
+    }
+
+    #[test]
+    fn a_metrics_endpoint_off_loopback_needs_a_token_and_its_own_port() {
+        let with = |metrics: &str| -> Result<(), ConfigError> {
+            let text = format!(
+                "listen = '127.0.0.1:8717'\n[metrics]\n{metrics}\n[audit]\nlog = 'x'\n\
+                 [[server]]\nname = 'a'\ncommand = 'x'"
+            );
+            let cfg: GatewayConfig = toml::from_str(&text).unwrap();
+            cfg.validate()
+        };
+        with("").unwrap();
+        with("listen = '127.0.0.1:9464'").unwrap();
+        with("listen = 'localhost:0'").unwrap();
+        for open in ["0.0.0.0:9464", "[::]:9464", "10.1.2.3:9464"] {
+            let e = with(&format!("listen = {open:?}")).unwrap_err().to_string();
+            assert!(
+                e.contains("[metrics] listen")
+                    && e.contains("bearer_token_env")
+                    && e.contains(open),
+                "{open}: {e}"
+            );
+            let e = with(&format!("listen = {open:?}\nbearer_token_env = ''"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("bearer_token_env"), "{open}: {e}");
+            with(&format!("listen = {open:?}\nbearer_token_env = 'TOK'"))
+                .unwrap_or_else(|e| panic!("{open}: {e}"));
+        }
+        let e = with("listen = '127.0.0.1:8717'").unwrap_err().to_string();
+        assert!(e.contains("its own port"), "{e}");
+        let e = toml::from_str::<GatewayConfig>(
+            "[metrics]\nlisten = '127.0.0.1:1'\nport = 2\n[audit]\nlog = 'x'",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("port"), "{e}");
     }
 
     #[test]

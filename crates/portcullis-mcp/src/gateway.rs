@@ -13,6 +13,7 @@
 use crate::audit::AuditLog;
 use crate::config::GatewayConfig;
 use crate::inspect::{Inspector, Outcome};
+use crate::metrics::Metrics;
 use crate::router::{client_progress_token, withheld_error, ListKind, Router};
 use crate::structural::{
     pin_kind, DefinitionKind, OtherTool, Relation, ReviewStatus, StoreError, Structural,
@@ -194,6 +195,7 @@ pub struct Gateway {
     /// One list decision at a time: concurrent lists (a client's and a re-list
     /// after list_changed) must not inspect and log the same entry twice.
     deciding: tokio::sync::Mutex<()>,
+    metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -224,10 +226,11 @@ impl Gateway {
         client: Option<&ClientCapabilities>,
     ) -> Result<Arc<Gateway>, GatewayError> {
         let caps = crate::upstream::upstream_capabilities(client);
-        let audit = Arc::new(AuditLog::open(
-            config.audit.clone(),
-            &detector.config().egress,
-        )?);
+        let metrics = Arc::new(Metrics::new());
+        let audit = Arc::new(
+            AuditLog::open(config.audit.clone(), &detector.config().egress)?
+                .with_metrics(metrics.clone()),
+        );
         let inspector = Arc::new(Inspector::new(
             Arc::new(detector),
             audit,
@@ -263,6 +266,7 @@ impl Gateway {
             info,
             tables: Mutex::new(Tables::default()),
             deciding: tokio::sync::Mutex::new(()),
+            metrics,
         });
         // list_changed from an upstream: re-list it through the same inspection,
         // then tell the clients.
@@ -285,6 +289,19 @@ impl Gateway {
 
     pub fn info(&self) -> &InitializeResult {
         &self.info
+    }
+
+    /// The metrics endpoint's page: the counters, with the upstreams' state and
+    /// the review queue's depth read now.
+    pub fn metrics_text(&self) -> String {
+        for u in &self.upstreams {
+            self.metrics.set_upstream(u.name(), u.is_up(), u.restarts());
+        }
+        match self.structural.pending_reviews() {
+            Ok(n) => self.metrics.set_review_pending(n),
+            Err(e) => tracing::warn!(error = %e, "review queue depth not read for the metrics"),
+        }
+        self.metrics.encode()
     }
 
     /// A new downstream session's handler.
@@ -1359,7 +1376,12 @@ impl Session {
             v["params"] = p;
         }
         let request: ClientRequest = serde_json::from_value(v).map_err(internal)?;
-        self.gw.handle(request, ctx, self.id).await
+        let start = std::time::Instant::now();
+        let answer = self.gw.handle(request, ctx, self.id).await;
+        self.gw
+            .metrics
+            .observe_request(method, answer.is_ok(), start.elapsed());
+        answer
     }
 }
 

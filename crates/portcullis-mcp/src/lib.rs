@@ -8,7 +8,9 @@
 //! - [`gateway`] — the per-method paths: route, forward, inspect, answer.
 //! - [`inspect`] — from MCP messages to decision records; sanitizing metadata.
 //! - [`audit`] — the JSONL audit log with its SQLite index (group commit, fsync).
-//! - [`serve`] — the stdio and Streamable HTTP listeners.
+//! - [`serve`] — the stdio and Streamable HTTP listeners, and the metrics endpoint.
+//! - [`metrics`] — Prometheus counters and histograms of decisions, stages,
+//!   requests, upstreams and the review queue.
 //! - [`structural`] — the gateway's use of the controls of `portcullis-controls`
 //!   (pins, names, parameters, taint, operands, redirects, the state store):
 //!   their verdicts on each listed definition, call and result, approvals, the
@@ -20,6 +22,7 @@ pub mod audit;
 pub mod config;
 pub mod gateway;
 pub mod inspect;
+pub mod metrics;
 pub mod probe;
 pub mod router;
 pub mod serve;

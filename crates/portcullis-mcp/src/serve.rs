@@ -1,7 +1,8 @@
 //! The gateway's listeners: one client over this process's stdio, and many over
 //! Streamable HTTP (loopback by default, Host and Origin checked, a bearer
 //! token compared in constant time; a listener other machines reach must have
-//! both a token and its host names configured, `GatewayConfig::validate`).
+//! both a token and its host names configured, `GatewayConfig::validate`); and
+//! the Prometheus endpoint of `[metrics]` (`bind_metrics`).
 
 use crate::config::GatewayConfig;
 use crate::gateway::Gateway;
@@ -287,6 +288,97 @@ impl HttpListener {
     }
 }
 
+/// Bind the metrics endpoint of `[metrics]` (`GET /metrics`; does not serve
+/// yet). On a loopback address the `Host` header must be a loopback name too (a
+/// page a browser loaded from elsewhere cannot read it by DNS rebinding); off
+/// loopback the bearer token is required (`GatewayConfig::validate`).
+pub async fn bind_metrics(
+    gw: Arc<Gateway>,
+    config: &crate::config::MetricsConfig,
+) -> Result<HttpListener, ServeError> {
+    let Some(listen) = config.listen.as_deref() else {
+        return Err(ServeError::Start("no [metrics] listen configured".into()));
+    };
+    let loopback = crate::config::listen_is_loopback(listen);
+    if !loopback && config.bearer_token_env.is_none() {
+        return Err(ServeError::Start(format!(
+            "refusing to serve metrics on {listen} (not loopback) without \
+             `bearer_token_env` under [metrics]"
+        )));
+    }
+    let mut app = axum::Router::new()
+        .route("/metrics", axum::routing::get(metrics_page))
+        .with_state(gw);
+    if let Some(var) = &config.bearer_token_env {
+        let token = std::env::var(var)
+            .ok()
+            .filter(|t| !t.trim().is_empty())
+            .ok_or_else(|| ServeError::Token(var.clone()))?;
+        app = app.layer(axum::middleware::from_fn_with_state(
+            Arc::new(Token::new(&token)),
+            require_bearer,
+        ));
+    }
+    if loopback {
+        app = app.layer(axum::middleware::from_fn(require_loopback_host));
+    }
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: listen.to_string(),
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(ServeError::Http)?;
+    Ok(HttpListener {
+        addr,
+        listener,
+        app,
+    })
+}
+
+async fn metrics_page(State(gw): State<Arc<Gateway>>) -> Response {
+    // The queue depth is a SQLite read: off the reactor.
+    match tokio::task::spawn_blocking(move || gw.metrics_text()).await {
+        Ok(text) => ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("portcullis: metrics not collected: {e}"),
+        )
+            .into_response(),
+    }
+}
+
+/// Whether a `Host` header names this machine's loopback (`localhost`,
+/// `127.0.0.1`, `[::1]`, with or without a port).
+fn loopback_host(host: &str) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or_default()
+    } else {
+        host.rsplit_once(':').map_or(host, |(h, _)| h)
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+async fn require_loopback_host(req: Request, next: Next) -> Response {
+    let ok = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(loopback_host);
+    if ok {
+        next.run(req).await
+    } else {
+        (
+            StatusCode::FORBIDDEN,
+            "portcullis: the metrics endpoint answers only to a loopback Host",
+        )
+            .into_response()
+    }
+}
+
 /// The listener with TCP_NODELAY on every accepted connection. A response goes
 /// out in several small writes (SSE event, end of stream); with Nagle's
 /// algorithm on, a client that keeps its connection (the Python and
@@ -355,6 +447,28 @@ async fn require_bearer(State(expected): State<Arc<Token>>, req: Request, next: 
 #[cfg(test)]
 mod tests {
     use axum::serve::Listener;
+
+    #[test]
+    fn only_loopback_names_are_loopback_hosts() {
+        for h in [
+            "localhost",
+            "LOCALHOST:9464",
+            "127.0.0.1:9464",
+            "127.0.0.2",
+            "[::1]:9464",
+        ] {
+            assert!(super::loopback_host(h), "{h}");
+        }
+        for h in [
+            "evil.example:9464",
+            "10.0.0.1:9464",
+            "localhost.evil.example",
+            "[::2]:1",
+            "",
+        ] {
+            assert!(!super::loopback_host(h), "{h}");
+        }
+    }
 
     #[test]
     fn the_token_is_matched_under_any_case_of_the_scheme_and_nothing_else() {

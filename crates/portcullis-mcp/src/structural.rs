@@ -1403,6 +1403,11 @@ impl Structural {
         }))
     }
 
+    /// Items waiting in the review queue, as stored now.
+    pub fn pending_reviews(&self) -> Result<usize, StoreError> {
+        self.store.pending_count()
+    }
+
     /// A listed tool as the detector should judge it: with its over-privileged
     /// parameters removed when the policy strips them (the model is shown the same).
     pub fn strip_over_privileged(&self, tool: &mut Value) {

@@ -198,6 +198,20 @@ impl Upstream {
         &self.config.name
     }
 
+    /// Whether the connection is open, as far as can be told without waiting: a
+    /// connection busy being handed out or restarted counts as up.
+    pub fn is_up(&self) -> bool {
+        self.conn.try_lock().map_or(true, |c| {
+            c.as_ref()
+                .is_some_and(|c| !c.service.peer().is_transport_closed())
+        })
+    }
+
+    /// Restarts since the gateway started.
+    pub fn restarts(&self) -> u32 {
+        self.restarts.load(Ordering::Relaxed)
+    }
+
     /// The live peer, restarting a dead stdio child within the restart budget.
     pub async fn peer(&self) -> Result<Peer<RoleClient>, UpstreamError> {
         let mut conn = self.conn.lock().await;

@@ -25,8 +25,19 @@ use std::process::ExitCode;
     about = "A local-first security gateway for the Model Context Protocol"
 )]
 struct Cli {
+    /// How log lines on stderr are written: `text` (one readable line each) or
+    /// `json` (one JSON object each, for a log collector). The level is set by
+    /// $PORTCULLIS_LOG (default `warn`).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -150,20 +161,28 @@ fn colour(stderr_is_terminal: bool, no_color: Option<std::ffi::OsString>) -> boo
     stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
-fn main() -> ExitCode {
+/// Log lines to stderr, filtered by $PORTCULLIS_LOG, in the chosen format.
+fn init_logs(format: LogFormat) {
     use std::io::IsTerminal;
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("PORTCULLIS_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_ansi(colour(
-            std::io::stderr().is_terminal(),
-            std::env::var_os("NO_COLOR"),
-        ))
-        .with_writer(std::io::stderr)
-        .init();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("PORTCULLIS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => logs.json().with_ansi(false).init(),
+        LogFormat::Text => logs
+            .with_ansi(colour(
+                std::io::stderr().is_terminal(),
+                std::env::var_os("NO_COLOR"),
+            ))
+            .init(),
+    }
+}
+
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_logs(cli.log_format);
     match run(cli) {
         Ok(code) => code,
         Err(e) => {

@@ -21,6 +21,10 @@ pub struct ProxyArgs {
     /// (with --no-stdio) instead of, stdio.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
+    /// Serve Prometheus metrics (`GET /metrics`) on this address (e.g.
+    /// 127.0.0.1:9464); overrides `[metrics] listen` of the gateway file.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
     /// Do not serve a client on stdin/stdout (HTTP only).
     #[arg(long)]
     pub no_stdio: bool,
@@ -117,6 +121,9 @@ fn gateway_config(args: &ProxyArgs) -> Result<GatewayConfig> {
     if args.no_stdio {
         cfg.stdio = false;
     }
+    if let Some(l) = &args.metrics_listen {
+        cfg.metrics.listen = Some(l.clone());
+    }
     // The error names the file's problem itself ("invalid gateway configuration: …").
     cfg.validate()?;
     Ok(cfg)
@@ -159,6 +166,10 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
             .context("starting the gateway")?;
         log_ready(&cfg);
         let mut tasks = tokio::task::JoinSet::new();
+        if let Some(metrics) = bind_metrics(&gw, &cfg).await? {
+            let ct2 = ct.clone();
+            tasks.spawn(async move { metrics.serve(ct2).await.map_err(anyhow::Error::from) });
+        }
         if let Some(listen) = &cfg.listen {
             let http = serve::bind_http(gw.clone(), &cfg, listen, ct.child_token())
                 .await
@@ -208,6 +219,22 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
     outcome
 }
 
+/// The metrics endpoint of `[metrics] listen`, bound (its line printed), if set.
+async fn bind_metrics(
+    gw: &std::sync::Arc<Gateway>,
+    cfg: &GatewayConfig,
+) -> Result<Option<serve::HttpListener>> {
+    if cfg.metrics.listen.is_none() {
+        return Ok(None);
+    }
+    let metrics = serve::bind_metrics(gw.clone(), &cfg.metrics)
+        .await
+        .context("metrics endpoint ([metrics] listen / --metrics-listen)")?;
+    // Tests and scripts read this line to find a port chosen by the OS.
+    eprintln!("portcullis: metrics on http://{}/metrics", metrics.addr);
+    Ok(Some(metrics))
+}
+
 /// Ctrl-C and SIGTERM (how clients stop their servers) end the gateway cleanly:
 /// upstreams closed, queued state written.
 fn stop_on_signal(stop: CancellationToken) {
@@ -251,11 +278,19 @@ async fn stdio_only(
     let started: std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<Gateway>>>> =
         Default::default();
     let slot = started.clone();
+    let metrics_ct = ct.clone();
     let serve = serve::serve_stdio_first(move |client| async move {
         let gw = Gateway::start_for(cfg.clone(), detector, client.as_ref())
             .await
             .context("starting the gateway")?;
         log_ready(&cfg);
+        if let Some(metrics) = bind_metrics(&gw, &cfg).await? {
+            tokio::spawn(async move {
+                if let Err(e) = metrics.serve(metrics_ct).await {
+                    tracing::error!(error = %e, "metrics endpoint stopped");
+                }
+            });
+        }
         if let Ok(mut s) = slot.lock() {
             *s = Some(gw.clone());
         }
