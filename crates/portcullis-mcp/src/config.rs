@@ -503,6 +503,12 @@ const LAUNCHERS: &[&str] = &[
     "docker", "podman",
 ];
 
+/// Entry files named by convention, not after their server.
+const GENERIC_ENTRY_FILES: &[&str] = &["index", "main", "server", "app", "cli", "__main__"];
+
+/// Directories of build output or sources between a package and its entry file.
+const BUILD_DIRS: &[&str] = &["dist", "build", "lib", "src", "out", "bin", "esm", "cjs"];
+
 /// Subcommands of a launcher that come before the server (`uv run X`,
 /// `pipx run X`, `docker run IMAGE`, `deno run FILE`).
 const LAUNCHER_VERBS: &[&str] = &["run", "tool", "exec", "x", "dlx"];
@@ -513,9 +519,25 @@ const LAUNCHER_VERBS: &[&str] = &["run", "tool", "exec", "x", "dlx"];
 /// a flag or a launcher verb, with an npm scope, a version (`pkg@1.2`), a tag
 /// and a file extension taken off. The arguments after it (flags such as
 /// `--local-timezone=…`) never enter the name, so the name stays the same when
-/// they change. `upstream` if nothing is left.
+/// they change. A generic entry file (`index`, `main`, `server`, `app`, `cli`,
+/// `__main__`) is named after the directory it is in, above any build or source
+/// directory (`dist`, `build`, `lib`, `src`, `out`, `bin`): `node
+/// ~/mcp/weather/build/index.js` is `weather`, not `index`, so two such servers do
+/// not share pins. `upstream` if nothing is left.
 pub fn derived_name(command: &str, args: &[String]) -> String {
     fn stem(s: &str) -> String {
+        let base = file_stem(s);
+        if !GENERIC_ENTRY_FILES.contains(&base.as_str()) {
+            return base;
+        }
+        let mut dirs: Vec<&str> = s.split(['/', '\\']).collect();
+        dirs.pop();
+        dirs.into_iter()
+            .rev()
+            .find(|d| !d.is_empty() && *d != "." && *d != ".." && !BUILD_DIRS.contains(d))
+            .map_or(base, str::to_string)
+    }
+    fn file_stem(s: &str) -> String {
         let file = s.rsplit(['/', '\\']).next().unwrap_or(s);
         let file = file.strip_suffix(".exe").unwrap_or(file);
         // A version or tag: `pkg@1.2.3`, `image:tag`.
@@ -675,6 +697,32 @@ url = "http://127.0.0.1:9/mcp"
             "db_server"
         );
         assert_eq!(n("uv", &["run", "server.py"]), "server");
+        // Generic entry files are named after their package directory.
+        assert_eq!(
+            n(
+                "node",
+                &["/srv/node_modules/@modelcontextprotocol/server-everything/dist/index.js"]
+            ),
+            "server-everything"
+        );
+        assert_eq!(
+            n("node", &["/home/u/mcp/weather/build/index.js"]),
+            "weather"
+        );
+        assert_eq!(
+            n("python3", &["/home/u/notes-mcp/server.py", "-v"]),
+            "notes-mcp"
+        );
+        assert_eq!(n("python", &["C:\\mcp\\files\\src\\main.py"]), "files");
+        assert_eq!(
+            n(
+                "uv",
+                &["--directory", "/home/u/weather", "run", "weather.py"]
+            ),
+            "weather"
+        );
+        assert_eq!(n("node", &["build/index.js"]), "index");
+        assert_eq!(n("/opt/gitsrv/bin/server", &[]), "gitsrv");
         assert_eq!(n("/opt/notes server/bin/notes", &["--title", "x"]), "notes");
         assert_eq!(n("C:\\tools\\srv.exe", &[]), "srv");
         assert_eq!(n("node", &[]), "node");
