@@ -207,20 +207,34 @@ fn params(out: &mut MetadataFindings, raw: &Value, params: &ParamsConfig) {
             format!("asks for {} ({:?})", o.category.replace('_', " "), o.term),
         ));
     }
-    let paths = ops
-        .iter()
-        .map(|o| o.path.as_str())
-        .collect::<Vec<_>>()
-        .join(", ");
+    let paths = |kept: bool| {
+        ops.iter()
+            .filter(|o| o.kept() == kept)
+            .map(|o| o.path.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (removed, kept) = (paths(false), paths(true));
     match params.action {
         ParamAction::Strip => {
-            out.reasons.push(format!(
-                "params: removed over-privileged parameter(s) {paths} from the schema shown to the model"
-            ));
-            out.strip = ops;
+            if !removed.is_empty() {
+                out.reasons.push(format!(
+                    "params: removed over-privileged parameter(s) {removed} from the schema shown to the model"
+                ));
+            }
+            if !kept.is_empty() {
+                out.reasons.push(format!(
+                    "params: kept {kept}: a credential or file the tool requires (its values are checked by the egress guard)"
+                ));
+            }
+            out.strip = ops.into_iter().filter(|o| !o.kept()).collect();
         }
         action => out.reasons.push(format!(
-            "params: over-privileged parameter(s) {paths}; policy {action:?}"
+            "params: over-privileged parameter(s) {}; policy {action:?}",
+            ops.iter()
+                .map(|o| o.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     }
 }

@@ -46,7 +46,8 @@ fn no_tool_of_a_real_server_copies_a_sibling() {
 
 /// Every metadata check at the default policy (names against the server's own
 /// tools, over-privileged parameters, preference manipulation in every
-/// description and title) on every real tool: none is held or hidden. Findings
+/// description and title) on every real tool: none is held or hidden, and none
+/// loses a parameter its schema requires. Findings
 /// below the hold threshold (a `pm.self_promotion` record for "Always use this
 /// tool to …") are allowed and counted here, so a change in how many there are is
 /// seen.
@@ -81,7 +82,7 @@ fn the_default_policy_holds_no_tool_of_a_real_server() {
         params: &params,
         redirection: &redirection,
     };
-    let (mut held, mut tools) = (Vec::new(), 0);
+    let (mut held, mut broken, mut tools) = (Vec::new(), Vec::new(), 0);
     let mut recorded: BTreeMap<String, usize> = BTreeMap::new();
     for (server, defs) in &servers {
         for (name, def) in defs {
@@ -102,10 +103,25 @@ fn the_default_policy_holds_no_tool_of_a_real_server() {
             for finding in &f.findings {
                 *recorded.entry(finding.rule.clone()).or_default() += 1;
             }
+            // A parameter the tool requires, removed from what the model is
+            // shown: the server would reject every call.
+            for o in f.strip.iter().filter(|o| o.required) {
+                broken.push(format!("{server}: {name}: {}", o.path));
+            }
         }
     }
     assert!(tools >= 4_800, "{tools} tools");
     assert!(held.is_empty(), "{} held:\n{}", held.len(), held.join("\n"));
+    // Before 2026-12-04 the default strip removed 27 required parameters of 25
+    // real tools (hostinger's mailbox password, ccxt's apiKey, googlemaps'
+    // `prompt` read as "system instructions" across a sentence end, Linear's
+    // boolean `confirmSecretExposure` read as "tool result").
+    assert!(
+        broken.is_empty(),
+        "{} required parameters stripped:\n{}",
+        broken.len(),
+        broken.join("\n")
+    );
     // Measured 2026-12-04 on this harvest: the promotional phrases are in 31
     // fields of real tools (18 top-level descriptions, 13 schema descriptions).
     let pm = recorded.get("pm.self_promotion").copied().unwrap_or(0);

@@ -765,6 +765,11 @@ impl Structural {
             return Ok(());
         }
         for o in portcullis_controls::params::find(def) {
+            // A credential the tool requires is its input; the egress guard
+            // has already judged the value.
+            if o.kept() && self.config.params.action == ParamAction::Strip {
+                continue;
+            }
             let Some(ap) = &o.arg_path else { continue };
             if !portcullis_controls::params::filled(args, ap) {
                 continue;
