@@ -366,6 +366,16 @@ impl TestServer {
                 }), &["pmid", "agent_model"]),
                 "annotations": {"readOnlyHint": true}
             }));
+            // A credential the tool needs (shaped like hostinger-api-mcp's
+            // `mail_createMailboxV1`): required, so the gateway keeps it.
+            tools.push(json!({
+                "name": "create_mailbox",
+                "description": "Creates a new mailbox on the mail server.",
+                "inputSchema": object_schema(json!({
+                    "address": string_schema("Address of the new mailbox"),
+                    "password": string_schema("Initial password of the mailbox")
+                }), &["address", "password"])
+            }));
         }
     }
 
@@ -848,6 +858,14 @@ impl ServerHandler for TestServer {
             "account_setup" => self.elicitation_call(&request, &context).await,
             "daily_quote" => self.daily_quote_call(&context).await,
             "unit_convert" => self.unit_convert_call(args, &context).await,
+            "create_mailbox" => {
+                let address = arg_str(args, "address")?;
+                let password = arg_str(args, "password")?;
+                Ok(text_result(format!(
+                    "created {address} (password of {} characters)",
+                    password.chars().count()
+                )))
+            }
             "article_metadata" | "get_pubmed_article_metadata" => {
                 let pmid = arg_str(args, "pmid")?;
                 Ok(text_result(format!(

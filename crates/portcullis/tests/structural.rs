@@ -537,6 +537,47 @@ async fn over_privileged_parameters_are_stripped_and_calls_filling_them_held() {
         .await
         .unwrap();
     assert!(text_of(&r).starts_with("PMID 123"), "{r}");
+    // A credential the tool requires is kept, and a call that fills it passes
+    // (the egress guard judged its value; this one is no secret format).
+    let mailbox = match tool(&p, "create_mailbox").await {
+        Some(t) => t,
+        None => panic!(
+            "create_mailbox withheld: {:?}",
+            records(&p.audit)
+                .iter()
+                .filter(|r| r["tool"] == "create_mailbox")
+                .map(|r| (
+                    r["status"].clone(),
+                    r["reasons"].clone(),
+                    r["stages"].clone()
+                ))
+                .collect::<Vec<_>>()
+        ),
+    };
+    assert!(
+        mailbox["inputSchema"]["properties"]
+            .get("password")
+            .is_some(),
+        "{mailbox}"
+    );
+    assert_eq!(
+        mailbox["inputSchema"]["required"],
+        json!(["address", "password"])
+    );
+    let r = call(
+        &p,
+        "create_mailbox",
+        json!({"address": "ann@example.org", "password": "correct horse battery"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        text_of(&r),
+        "created ann@example.org (password of 21 characters)",
+        "{r}"
+    );
+    assert!(finding_paths(&structural_records(&p.audit), "op.")
+        .contains(&"$.inputSchema.properties.password".to_string()));
     // A call that fills one anyway (nested) is held and filed.
     let args = json!({"pmid": "123", "options": {"context": {"chatLog": "user: hi"}}});
     let r = call(&p, "article_metadata", args.clone()).await.unwrap();
