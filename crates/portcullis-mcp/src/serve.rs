@@ -253,17 +253,27 @@ pub async fn bind_http(
         Arc::new(LocalSessionManager::default()),
         http,
     );
-    let mut app = axum::Router::new().nest_service(&config.http_path, service);
-    if let Some(var) = &config.bearer_token_env {
-        let token = std::env::var(var)
-            .ok()
-            .filter(|t| !t.trim().is_empty())
-            .ok_or_else(|| ServeError::Token(var.clone()))?;
-        app = app.layer(axum::middleware::from_fn_with_state(
-            Arc::new(Token::new(&token)),
-            require_bearer,
-        ));
-    }
+    let app = axum::Router::new().nest_service(&config.http_path, service);
+    let app = with_bearer(app, config.bearer_token_env.as_deref())?;
+    bound(listen, app).await
+}
+
+/// `app` behind the bearer token held by environment variable `var`, if one is
+/// configured.
+fn with_bearer(app: axum::Router, var: Option<&str>) -> Result<axum::Router, ServeError> {
+    let Some(var) = var else { return Ok(app) };
+    let token = std::env::var(var)
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+        .ok_or_else(|| ServeError::Token(var.to_string()))?;
+    Ok(app.layer(axum::middleware::from_fn_with_state(
+        Arc::new(Token::new(&token)),
+        require_bearer,
+    )))
+}
+
+/// `app` with its listener bound on `listen`.
+async fn bound(listen: &str, app: axum::Router) -> Result<HttpListener, ServeError> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|source| ServeError::Bind {
@@ -306,34 +316,14 @@ pub async fn bind_metrics(
              `bearer_token_env` under [metrics]"
         )));
     }
-    let mut app = axum::Router::new()
+    let app = axum::Router::new()
         .route("/metrics", axum::routing::get(metrics_page))
         .with_state(gw);
-    if let Some(var) = &config.bearer_token_env {
-        let token = std::env::var(var)
-            .ok()
-            .filter(|t| !t.trim().is_empty())
-            .ok_or_else(|| ServeError::Token(var.clone()))?;
-        app = app.layer(axum::middleware::from_fn_with_state(
-            Arc::new(Token::new(&token)),
-            require_bearer,
-        ));
-    }
+    let mut app = with_bearer(app, config.bearer_token_env.as_deref())?;
     if loopback {
         app = app.layer(axum::middleware::from_fn(require_loopback_host));
     }
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|source| ServeError::Bind {
-            addr: listen.to_string(),
-            source,
-        })?;
-    let addr = listener.local_addr().map_err(ServeError::Http)?;
-    Ok(HttpListener {
-        addr,
-        listener,
-        app,
-    })
+    bound(listen, app).await
 }
 
 async fn metrics_page(State(gw): State<Arc<Gateway>>) -> Response {

@@ -21,7 +21,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use support::{records, testserver, HttpProxy};
+use support::{raw_http, records, testserver, HttpProxy};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
 
@@ -36,8 +36,6 @@ fn gateway(extra: &[&str], env: &[(&str, &str)]) -> HttpProxy {
 
 /// One raw HTTP/1.1 POST of `body` to `/mcp`; returns (status, response head + body).
 fn post(addr: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).expect("connect to the gateway");
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let mut req = format!(
         "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nConnection: close\r\n\
@@ -52,16 +50,7 @@ fn post(addr: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
     }
     req.push_str("\r\n");
     req.push_str(body);
-    s.write_all(req.as_bytes()).unwrap();
-    let mut resp = Vec::new();
-    let _ = s.read_to_end(&mut resp);
-    let resp = String::from_utf8_lossy(&resp).to_string();
-    let status = resp
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("no HTTP status in {resp:?}"));
-    (status, resp)
+    raw_http(addr, &req)
 }
 
 async fn http_client(url: &str, token: Option<&str>) -> RunningService<RoleClient, ()> {

@@ -10,29 +10,15 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::{Command, Stdio};
-use std::time::Duration;
-use support::{portcullis, records, testserver, HttpProxy};
+use support::{portcullis, raw_http, records, testserver, HttpProxy};
 
 /// One raw `GET /metrics`; returns (status, body).
 fn get_metrics(addr: &str, host: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).expect("connect to the metrics endpoint");
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut resp = Vec::new();
-    let _ = s.read_to_end(&mut resp);
-    let resp = String::from_utf8_lossy(&resp).to_string();
-    let status = resp
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("no HTTP status in {resp:?}"));
+    let (status, resp) = raw_http(
+        addr,
+        &format!("GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+    );
     let body = resp.split_once("\r\n\r\n").map_or("", |(_, b)| b);
     (status, body.to_string())
 }

@@ -12,6 +12,24 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// Send one raw HTTP/1.1 request (with `Connection: close`) to `addr`; returns
+/// the status and the whole response (head and body).
+pub fn raw_http(addr: &str, request: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the listener");
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut resp = Vec::new();
+    let _ = s.read_to_end(&mut resp);
+    let resp = String::from_utf8_lossy(&resp).to_string();
+    let status = resp
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {resp:?}"));
+    (status, resp)
+}
+
 /// The `portcullis` binary under test.
 pub fn portcullis() -> String {
     env!("CARGO_BIN_EXE_portcullis").to_string()
