@@ -195,7 +195,9 @@ pub struct Gateway {
     /// One list decision at a time: concurrent lists (a client's and a re-list
     /// after list_changed) must not inspect and log the same entry twice.
     deciding: tokio::sync::Mutex<()>,
-    metrics: Arc<Metrics>,
+    /// Counted only when `[metrics] listen` serves them: nothing on the hot
+    /// path otherwise.
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -226,11 +228,16 @@ impl Gateway {
         client: Option<&ClientCapabilities>,
     ) -> Result<Arc<Gateway>, GatewayError> {
         let caps = crate::upstream::upstream_capabilities(client);
-        let metrics = Arc::new(Metrics::new());
-        let audit = Arc::new(
-            AuditLog::open(config.audit.clone(), &detector.config().egress)?
-                .with_metrics(metrics.clone()),
-        );
+        let metrics = config
+            .metrics
+            .listen
+            .is_some()
+            .then(|| Arc::new(Metrics::new()));
+        let mut audit = AuditLog::open(config.audit.clone(), &detector.config().egress)?;
+        if let Some(m) = &metrics {
+            audit = audit.with_metrics(m.clone());
+        }
+        let audit = Arc::new(audit);
         let inspector = Arc::new(Inspector::new(
             Arc::new(detector),
             audit,
@@ -292,16 +299,18 @@ impl Gateway {
     }
 
     /// The metrics endpoint's page: the counters, with the upstreams' state and
-    /// the review queue's depth read now.
-    pub fn metrics_text(&self) -> String {
+    /// the review queue's depth read now; `None` when `[metrics] listen` is not
+    /// set (nothing was counted).
+    pub fn metrics_text(&self) -> Option<String> {
+        let metrics = self.metrics.as_ref()?;
         for u in &self.upstreams {
-            self.metrics.set_upstream(u.name(), u.is_up(), u.restarts());
+            metrics.set_upstream(u.name(), u.is_up(), u.restarts());
         }
         match self.structural.pending_reviews() {
-            Ok(n) => self.metrics.set_review_pending(n),
+            Ok(n) => metrics.set_review_pending(n),
             Err(e) => tracing::warn!(error = %e, "review queue depth not read for the metrics"),
         }
-        self.metrics.encode()
+        Some(metrics.encode())
     }
 
     /// A new downstream session's handler.
@@ -1376,11 +1385,12 @@ impl Session {
             v["params"] = p;
         }
         let request: ClientRequest = serde_json::from_value(v).map_err(internal)?;
+        let Some(metrics) = &self.gw.metrics else {
+            return self.gw.handle(request, ctx, self.id).await;
+        };
         let start = std::time::Instant::now();
         let answer = self.gw.handle(request, ctx, self.id).await;
-        self.gw
-            .metrics
-            .observe_request(method, answer.is_ok(), start.elapsed());
+        metrics.observe_request(method, answer.is_ok(), start.elapsed());
         answer
     }
 }

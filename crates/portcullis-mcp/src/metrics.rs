@@ -7,8 +7,8 @@
 //! read when the endpoint is scraped.
 //!
 //! Served in the OpenMetrics text format by `serve::bind_metrics` on `[metrics]
-//! listen` (off unless set). Recording costs a few atomic adds per decision
-//! whether or not anything scrapes.
+//! listen`. Counted only when that is set (a few label strings and atomic adds
+//! per decision); otherwise the gateway holds no `Metrics` at all.
 
 use portcullis_core::DecisionRecord;
 use prometheus_client::encoding::EncodeLabelSet;

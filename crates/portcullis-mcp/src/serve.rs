@@ -329,7 +329,14 @@ pub async fn bind_metrics(
 async fn metrics_page(State(gw): State<Arc<Gateway>>) -> Response {
     // The queue depth is a SQLite read: off the reactor.
     match tokio::task::spawn_blocking(move || gw.metrics_text()).await {
-        Ok(text) => ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response(),
+        Ok(Some(text)) => {
+            ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
+        }
+        Ok(None) => (
+            StatusCode::NOT_FOUND,
+            "portcullis: metrics are off ([metrics] listen is not set)",
+        )
+            .into_response(),
         Err(e) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("portcullis: metrics not collected: {e}"),
