@@ -347,7 +347,7 @@ async fn metrics_page(State(gw): State<Arc<Gateway>>) -> Response {
 
 /// Whether a `Host` header names this machine's loopback (`localhost`,
 /// `127.0.0.1`, `[::1]`, with or without a port).
-fn loopback_host(host: &str) -> bool {
+pub fn loopback_host(host: &str) -> bool {
     let name = if let Some(rest) = host.strip_prefix('[') {
         rest.split(']').next().unwrap_or_default()
     } else {
@@ -394,19 +394,24 @@ fn nodelay(
 /// The expected bearer token, kept as its SHA-256 only: comparing two digests
 /// of fixed size in constant time tells a client nothing about the token's
 /// length or any prefix of it.
-struct Token([u8; 32]);
+pub struct Token([u8; 32]);
 
 impl Token {
     /// From the configured token; surrounding whitespace (a newline left by
     /// `export T=$(cat file)`) is not part of it, as no client can send it.
-    fn new(token: &str) -> Token {
+    pub fn new(token: &str) -> Token {
         Token(sha256(token.trim().as_bytes()))
+    }
+
+    /// Whether `presented` is the token (compared in constant time, as digests).
+    pub fn matches(&self, presented: &[u8]) -> bool {
+        use subtle::ConstantTimeEq;
+        bool::from(sha256(presented.trim_ascii()).ct_eq(&self.0))
     }
 
     /// Whether an `Authorization` header value carries this token under the
     /// `Bearer` scheme (case-insensitive, as RFC 7235 says of schemes).
-    fn accepts(&self, header: &[u8]) -> bool {
-        use subtle::ConstantTimeEq;
+    pub fn accepts(&self, header: &[u8]) -> bool {
         let Some(sep) = header.iter().position(|&b| b == b' ') else {
             return false;
         };
@@ -414,8 +419,7 @@ impl Token {
         if !scheme.eq_ignore_ascii_case(b"bearer") {
             return false;
         }
-        let presented = rest.trim_ascii();
-        bool::from(sha256(presented).ct_eq(&self.0))
+        self.matches(rest)
     }
 }
 

@@ -7,6 +7,8 @@ mod corpus;
 mod eval;
 mod proxy;
 mod review;
+mod review_html;
+mod review_page;
 mod scan;
 mod wrap;
 

@@ -7,8 +7,8 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use portcullis_controls::store::{QueueItem, Store};
-use portcullis_core::{Config, EgressConfig};
+use portcullis_controls::store::{QueueItem, Store, StoreError};
+use portcullis_core::{Config, DecisionRecord, EgressConfig};
 use portcullis_mcp::config::GatewayConfig;
 use portcullis_mcp::structural::{meta, review_record};
 use portcullis_mcp::{AuditConfig, AuditLog};
@@ -55,6 +55,19 @@ pub enum ReviewCommand {
     Approve(Decide),
     /// Deny a pending item.
     Deny(Decide),
+    /// Serve the queue as a web page: each item with its diff and decision
+    /// record, approve or deny with a note. Loopback by default; off loopback a
+    /// token is required (see docs/review-page.md).
+    Serve {
+        /// The address to listen on (port 0: any free port; the address is
+        /// printed as `review page: http://ADDR/`).
+        #[arg(long, default_value = crate::review_page::DEFAULT_LISTEN, value_name = "ADDR:PORT")]
+        listen: String,
+        /// The environment variable holding the token (required off loopback;
+        /// default PORTCULLIS_REVIEW_TOKEN, used on loopback too when set).
+        #[arg(long, value_name = "NAME")]
+        token_env: Option<String>,
+    },
 }
 
 #[derive(Args)]
@@ -152,6 +165,12 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
             let audit = decision_log(&store, explicit, args.state.is_some())?;
             decide(&store, &audit, &egress(gw.as_ref())?, d, false)
         }
+        ReviewCommand::Serve { listen, token_env } => {
+            let audit = decision_log(&store, explicit, args.state.is_some())?;
+            let log = AuditLog::open(audit.clone(), &egress(gw.as_ref())?)
+                .with_context(|| format!("opening the audit log {}", audit.log.display()))?;
+            crate::review_page::serve(store, log, &listen, token_env.as_deref())
+        }
     }
 }
 
@@ -204,15 +223,9 @@ fn decide(
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .context("starting the async runtime")?;
-    let mut record_id = String::new();
-    // The record is appended (durably) inside the store's transaction: the
-    // decision is committed only once its record is in the log.
-    let item = store.decide(d.id, approve, d.note.as_deref(), d.remember, |item| {
-        let rec = review_record(item, approve, d.note.as_deref(), d.remember);
-        rt.block_on(log.append(vec![rec.clone()]))
-            .map_err(|e| e.to_string())?;
-        record_id = rec.id.clone();
-        serde_json::to_value(&rec).map_err(|e| e.to_string())
+    let (item, record_id) = commit(store, d.id, approve, d.note.as_deref(), d.remember, |rec| {
+        rt.block_on(log.append(vec![rec]))
+            .map_err(|e| e.to_string())
     })?;
     drop(log);
     println!(
@@ -222,6 +235,29 @@ fn decide(
         audit.log.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Decides a pending item, for the CLI and the review page alike: its decision
+/// record is appended (durably, by `append`) inside the store's transaction, so
+/// the decision is committed only once its record is in the log. The decided
+/// item and its record's id.
+pub(crate) fn commit(
+    store: &Store,
+    id: i64,
+    approve: bool,
+    note: Option<&str>,
+    remember: bool,
+    append: impl FnOnce(DecisionRecord) -> Result<(), String>,
+) -> Result<(QueueItem, String), StoreError> {
+    let mut record_id = String::new();
+    let item = store.decide(id, approve, note, remember, |item| {
+        let rec = review_record(item, approve, note, remember);
+        record_id = rec.id.clone();
+        let value = serde_json::to_value(&rec).map_err(|e| e.to_string())?;
+        append(rec)?;
+        Ok(value)
+    })?;
+    Ok((item, record_id))
 }
 
 fn brief(i: &QueueItem) -> Value {

@@ -1,0 +1,426 @@
+//! `portcullis review serve`: the review queue in a browser. The same store and
+//! audit log as `portcullis review approve|deny`, and the same decision path
+//! (`review::commit`), so a decision made here is a decision record first and
+//! reaches every gateway that uses the store at its next check.
+//!
+//! Safety: loopback by default, and then only a loopback `Host` is answered (a
+//! DNS-rebinding page cannot reach it); off loopback a token is required (start-up
+//! refuses without one). With a token, a browser signs in once (a random session
+//! cookie, `HttpOnly`, `SameSite=Strict`) and scripts send `Authorization: Bearer`.
+//! Every decision form carries a per-process token and is refused from another
+//! origin. No script is served, and the CSP allows none.
+
+use crate::review_html as html;
+use anyhow::{bail, Context, Result};
+use axum::extract::{Form, Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::Router;
+use portcullis_controls::store::{Store, StoreError};
+use portcullis_mcp::serve::{loopback_host, Token};
+use portcullis_mcp::AuditLog;
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The default address: loopback, next to the gateway's HTTP port (8717).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8718";
+/// The variable the token is read from unless `--token-env` names another.
+pub const DEFAULT_TOKEN_ENV: &str = "PORTCULLIS_REVIEW_TOKEN";
+const COOKIE: &str = "portcullis_review";
+
+struct Page {
+    store: Store,
+    log: AuditLog,
+    /// Shown on the queue page, so a reviewer sees which gateway's queue it is.
+    store_path: String,
+    /// The value every decision form carries.
+    csrf: String,
+    auth: Option<Auth>,
+}
+
+struct Auth {
+    token: Token,
+    /// The session cookie's value (random per process), and its digest to compare.
+    cookie: String,
+    cookie_digest: Token,
+}
+
+/// 256 bits from the OS generator, as hex.
+fn random_hex() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// Serves the page until interrupted (Ctrl-C or SIGTERM).
+pub fn serve(
+    store: Store,
+    log: AuditLog,
+    listen: &str,
+    token_env: Option<&str>,
+) -> Result<ExitCode> {
+    let addr: SocketAddr = listen.parse().with_context(|| {
+        format!("--listen {listen:?} is not an address and port such as {DEFAULT_LISTEN}")
+    })?;
+    let var = token_env.unwrap_or(DEFAULT_TOKEN_ENV);
+    let token = std::env::var(var).ok().filter(|t| !t.trim().is_empty());
+    let loopback = addr.ip().is_loopback();
+    if !loopback && token.is_none() {
+        bail!(
+            "--listen {addr} is not a loopback address, and the review page decides what \
+             reaches the model: set a token in ${var} (or name another variable with \
+             --token-env) before serving it off loopback"
+        );
+    }
+    if token_env.is_some() && token.is_none() {
+        bail!("--token-env {var}: the variable is not set or empty");
+    }
+    let auth = token.map(|t| {
+        let cookie = random_hex();
+        Auth {
+            token: Token::new(&t),
+            cookie_digest: Token::new(&cookie),
+            cookie,
+        }
+    });
+    let page = Arc::new(Page {
+        store_path: store.path().display().to_string(),
+        store,
+        log,
+        csrf: random_hex(),
+        auth,
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(run(page, addr, loopback))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run(page: Arc<Page>, addr: SocketAddr, loopback: bool) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the review page to {addr}"))?;
+    let local = listener.local_addr().context("reading the bound address")?;
+    let mut app = Router::new()
+        .route("/", get(queue))
+        .route("/item/{id}", get(item).post(decide))
+        .route("/login", get(login_form).post(login))
+        .route("/style.css", get(style))
+        .layer(axum::middleware::from_fn_with_state(
+            page.clone(),
+            require_auth,
+        ));
+    if loopback {
+        app = app.layer(axum::middleware::from_fn(require_loopback_host));
+    }
+    let app = app
+        .layer(axum::middleware::map_response(security_headers))
+        .with_state(page.clone());
+    // The one line a script (or a test) reads to find the page.
+    println!("review page: http://{local}/");
+    tracing::info!(
+        %local,
+        store = %page.store_path,
+        token = page.auth.is_some(),
+        "serving the review page"
+    );
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown())
+        .await
+        .context("serving the review page")
+}
+
+async fn shutdown() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
+
+async fn security_headers(mut res: Response) -> Response {
+    let h = res.headers_mut();
+    let set = [
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
+             frame-ancestors 'none'; base-uri 'none'",
+        ),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        // Not `no-referrer`: with it a browser sends `Origin: null` on the
+        // page's own form posts, which the origin check must refuse.
+        (header::REFERRER_POLICY, "same-origin"),
+        (header::CACHE_CONTROL, "no-store"),
+    ];
+    for (k, v) in set {
+        h.insert(k, HeaderValue::from_static(v));
+    }
+    res
+}
+
+async fn require_loopback_host(req: Request, next: Next) -> Response {
+    let ok = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(loopback_host);
+    if ok {
+        next.run(req).await
+    } else {
+        refuse(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "the review page answers only to a loopback Host (serve it with --listen and a \
+             token to reach it from elsewhere)",
+        )
+    }
+}
+
+/// Whether the request carries the session cookie.
+fn has_session(auth: &Auth, headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .any(|(k, v)| k == COOKIE && auth.cookie_digest.matches(v.as_bytes()))
+}
+
+async fn require_auth(State(page): State<Arc<Page>>, req: Request, next: Next) -> Response {
+    let Some(auth) = &page.auth else {
+        return next.run(req).await;
+    };
+    let open = matches!(req.uri().path(), "/login" | "/style.css");
+    let bearer = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .is_some_and(|v| auth.token.accepts(v.as_bytes()));
+    if open || bearer || has_session(auth, req.headers()) {
+        return next.run(req).await;
+    }
+    if req.method() == Method::GET {
+        Redirect::to("/login").into_response()
+    } else {
+        refuse(
+            StatusCode::UNAUTHORIZED,
+            "Sign in first",
+            "this request carries neither the session cookie nor the bearer token",
+        )
+    }
+}
+
+fn refuse(status: StatusCode, title: &str, message: &str) -> Response {
+    (status, axum::response::Html(html::error(title, message))).into_response()
+}
+
+fn internal(e: impl std::fmt::Display) -> Response {
+    tracing::error!(error = %e, "review page");
+    refuse(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Error",
+        &format!("{e} (nothing was decided)"),
+    )
+}
+
+async fn style() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        html::STYLE,
+    )
+        .into_response()
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    all: Option<String>,
+}
+
+async fn queue(State(page): State<Arc<Page>>, Query(q): Query<ListQuery>) -> Response {
+    let all = q.all.is_some_and(|v| v != "0");
+    let p = page.clone();
+    match tokio::task::spawn_blocking(move || p.store.list(all)).await {
+        Ok(Ok(items)) => {
+            axum::response::Html(html::queue(&items, all, &page.store_path)).into_response()
+        }
+        Ok(Err(e)) => internal(e),
+        Err(e) => internal(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct ItemQuery {
+    done: Option<String>,
+}
+
+async fn item(
+    State(page): State<Arc<Page>>,
+    Path(id): Path<i64>,
+    Query(q): Query<ItemQuery>,
+) -> Response {
+    let p = page.clone();
+    match tokio::task::spawn_blocking(move || p.store.item(id)).await {
+        Ok(Ok(Some(i))) => {
+            let message = q.done.map(|_| {
+                format!(
+                    "Decision recorded ({}). Every gateway that uses this state store acts on \
+                     it at its next check; a held call that is waiting for it goes on now.",
+                    i.status
+                )
+            });
+            axum::response::Html(html::item(&i, &page.csrf, message.as_deref())).into_response()
+        }
+        Ok(Ok(None)) => refuse(
+            StatusCode::NOT_FOUND,
+            "No such item",
+            &format!("review item {id} does not exist in {}", page.store_path),
+        ),
+        Ok(Err(e)) => internal(e),
+        Err(e) => internal(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct DecideForm {
+    csrf: String,
+    decision: String,
+    #[serde(default)]
+    note: String,
+    remember: Option<String>,
+}
+
+/// Whether a state-changing request comes from this page: the form's token,
+/// and (when the browser says) the same origin.
+fn same_origin(headers: &HeaderMap) -> bool {
+    let site_ok = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|s| s == "same-origin" || s == "none");
+    let origin_ok = match headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
+        None => true,
+        Some(origin) => headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .is_some_and(|host| {
+                origin.eq_ignore_ascii_case(&format!("http://{host}"))
+                    || origin.eq_ignore_ascii_case(&format!("https://{host}"))
+            }),
+    };
+    site_ok && origin_ok
+}
+
+async fn decide(
+    State(page): State<Arc<Page>>,
+    Path(id): Path<i64>,
+    headers: HeaderMap,
+    Form(f): Form<DecideForm>,
+) -> Response {
+    let form_ok = Token::new(&page.csrf).matches(f.csrf.as_bytes());
+    if !form_ok || !same_origin(&headers) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "this decision did not come from the review page's own form (reload the item and \
+             decide again)",
+        );
+    }
+    let approve = match f.decision.as_str() {
+        "approve" => true,
+        "deny" => false,
+        other => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                "Bad request",
+                &format!("decision {other:?}: expected approve or deny"),
+            )
+        }
+    };
+    let note = Some(f.note.trim().to_string()).filter(|n| !n.is_empty());
+    let remember = f.remember.is_some();
+    let p = page.clone();
+    let rt = tokio::runtime::Handle::current();
+    let done = tokio::task::spawn_blocking(move || {
+        crate::review::commit(&p.store, id, approve, note.as_deref(), remember, |rec| {
+            rt.block_on(p.log.append(vec![rec]))
+                .map_err(|e| e.to_string())
+        })
+    })
+    .await;
+    match done {
+        Ok(Ok((item, record))) => {
+            tracing::info!(item = item.id, status = %item.status, record = %record, "decided on the review page");
+            Redirect::to(&format!("/item/{id}?done=1")).into_response()
+        }
+        Ok(Err(StoreError::NoItem(_))) => refuse(
+            StatusCode::NOT_FOUND,
+            "No such item",
+            &format!("review item {id} does not exist in {}", page.store_path),
+        ),
+        Ok(Err(StoreError::Decided { status, .. })) => refuse(
+            StatusCode::CONFLICT,
+            "Already decided",
+            &format!("review item {id} is already {status}; nothing was changed"),
+        ),
+        Ok(Err(e)) => internal(e),
+        Err(e) => internal(e),
+    }
+}
+
+async fn login_form(State(page): State<Arc<Page>>) -> Response {
+    if page.auth.is_none() {
+        return Redirect::to("/").into_response();
+    }
+    axum::response::Html(html::login(false)).into_response()
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    token: String,
+}
+
+async fn login(
+    State(page): State<Arc<Page>>,
+    headers: HeaderMap,
+    Form(f): Form<LoginForm>,
+) -> Response {
+    let Some(auth) = &page.auth else {
+        return Redirect::to("/").into_response();
+    };
+    if !same_origin(&headers) || !auth.token.matches(f.token.as_bytes()) {
+        tracing::warn!("review page: a sign-in with a wrong token");
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::response::Html(html::login(true)),
+        )
+            .into_response();
+    }
+    let cookie = format!(
+        "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+        auth.cookie
+    );
+    match HeaderValue::from_str(&cookie) {
+        Ok(v) => ([(header::SET_COOKIE, v)], Redirect::to("/")).into_response(),
+        Err(e) => internal(e),
+    }
+}

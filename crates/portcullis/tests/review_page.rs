@@ -1,0 +1,445 @@
+//! `portcullis review serve` in a real browser: Debian's headless Chromium,
+//! driven through chromedriver (WebDriver, the `fantoccini` client), in front of
+//! the real gateway (`portcullis proxy`, the project's test server behind it, an
+//! rmcp client). List, open, approve, and the gateway releases the item. Also
+//! the page's refusals over raw HTTP: another origin, another Host, no token.
+//!
+//! Needs `chromium` and `chromium-driver` (scripts/setup.sh installs them).
+//! Set PORTCULLIS_SCREENSHOT=FILE.png to keep a screenshot of the item page.
+
+mod support;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use support::{portcullis, raw_http, records, testserver, text_of, StdioProxy};
+
+/// A payload in the definition, so the page must show it as text.
+const MARKUP: &str =
+    "<img src=x onerror=document.title='pwned'><script>document.title='pwned'</script>";
+
+/// `portcullis review serve --state STATE ARGS`, killed on drop.
+struct ReviewPage {
+    child: Child,
+    url: String,
+}
+
+impl ReviewPage {
+    fn start(state: &Path, args: &[&str], env: &[(&str, &str)]) -> ReviewPage {
+        let mut child = Command::new(portcullis())
+            .args(["review", "--state"])
+            .arg(state)
+            .arg("serve")
+            .args(args)
+            .env_remove("PORTCULLIS_REVIEW_TOKEN")
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn portcullis review serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("read the page's address");
+        let url = line
+            .trim()
+            .strip_prefix("review page: ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        ReviewPage { child, url }
+    }
+
+    fn addr(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_string()
+    }
+}
+
+impl Drop for ReviewPage {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// chromedriver on a free loopback port, killed on drop.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Driver {
+    fn start() -> Driver {
+        let exe = which("chromedriver").unwrap_or_else(|| {
+            panic!(
+                "chromedriver not found: the review page's browser test needs Debian's \
+                 chromium and chromium-driver (scripts/setup.sh installs them)"
+            )
+        });
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(exe)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn chromedriver");
+        let d = Driver { child, port };
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return d;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("chromedriver did not listen on {port}");
+    }
+
+    async fn browser(&self) -> Client {
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": which("chromium").map(|p| p.display().to_string()).unwrap_or_default(),
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--window-size=1400,1100"],
+            }),
+        );
+        ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{}", self.port))
+            .await
+            .expect("a Chromium session through chromedriver")
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// The gateway in front of the test server whose `unit_convert` changes its
+/// description after its first call (a quiet rug pull), its description
+/// carrying markup. Returns the gateway and the review item of the change.
+async fn pulled(dir: &Path) -> (StdioProxy, i64, Value) {
+    let args: Vec<String> = [
+        "--",
+        &testserver(),
+        "--profile",
+        "benign",
+        "--quietpull",
+        "--describe",
+        &format!("unit_convert={MARKUP}"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let p = StdioProxy::with_audit_in(dir, &args).await;
+    let v1 = tool(&p).await;
+    assert!(
+        v1["description"].as_str().unwrap_or("").contains(MARKUP),
+        "the markup is in the pinned definition: {v1}"
+    );
+    p.call("unit_convert", json!({"value": 1, "from": "m", "to": "ft"}))
+        .await
+        .unwrap();
+    p.notified("notifications/tools/list_changed", 1).await;
+    let id = pending(&p.state)
+        .first()
+        .and_then(|i| i["id"].as_i64())
+        .expect("the changed definition is filed for review");
+    (p, id, v1)
+}
+
+async fn tool(p: &StdioProxy) -> Value {
+    p.tools()
+        .await
+        .into_iter()
+        .find(|t| t["name"] == "unit_convert")
+        .expect("unit_convert listed")
+}
+
+fn pending(state: &Path) -> Vec<Value> {
+    let out = Command::new(portcullis())
+        .args(["review", "--state"])
+        .arg(state)
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+async fn text(c: &Client, css: &str) -> String {
+    c.find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .text()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rug_pull_is_approved_in_a_real_browser_and_the_gateway_releases_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, id, v1) = pulled(dir.path()).await;
+    let page = ReviewPage::start(&p.state, &["--listen", "127.0.0.1:0"], &[]);
+    let driver = Driver::start();
+    let c = driver.browser().await;
+
+    // The queue lists the item; open it.
+    c.goto(&page.url).await.unwrap();
+    let link = c
+        .find(Locator::Css("#queue a.item"))
+        .await
+        .expect("the queue lists the held definition");
+    assert_eq!(link.text().await.unwrap(), id.to_string());
+    link.click().await.unwrap();
+    c.wait().for_element(Locator::Css("#status")).await.unwrap();
+    assert!(c
+        .current_url()
+        .await
+        .unwrap()
+        .as_str()
+        .ends_with(&format!("/item/{id}")));
+    assert_eq!(text(&c, "#status").await, "pending");
+
+    // Old and new side by side, the description marked as changed on both.
+    for side in ["#pinned", "#held"] {
+        let marked = c
+            .find_all(Locator::Css(&format!("{side} .chg")))
+            .await
+            .unwrap();
+        assert_eq!(marked.len(), 1, "{side}: one changed field");
+        assert_eq!(
+            marked[0].attr("data-path").await.unwrap().as_deref(),
+            Some("$.description")
+        );
+        // The markup is shown as text: no element, no script run.
+        assert!(marked[0].text().await.unwrap().contains(MARKUP), "{side}");
+    }
+    assert!(text(&c, "#held").await.contains("Results are rounded"));
+    assert!(!text(&c, "#pinned").await.contains("Results are rounded"));
+    let (title, images) = (
+        c.title().await.unwrap(),
+        c.execute(
+            "return document.images.length + document.scripts.length",
+            vec![],
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(title, format!("Item {id} · Portcullis review"));
+    assert_eq!(images, json!(0), "no element made from the server's text");
+
+    if let Ok(path) = std::env::var("PORTCULLIS_SCREENSHOT") {
+        std::fs::write(&path, c.screenshot().await.unwrap()).unwrap();
+    }
+
+    // Approve with a note.
+    c.find(Locator::Css("#note"))
+        .await
+        .unwrap()
+        .send_keys("wording checked in the browser")
+        .await
+        .unwrap();
+    c.find(Locator::Css("#approve"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait()
+        .for_element(Locator::Css("#message"))
+        .await
+        .expect("the item page after the decision");
+    assert!(c
+        .current_url()
+        .await
+        .unwrap()
+        .as_str()
+        .ends_with(&format!("/item/{id}?done=1")));
+    assert_eq!(text(&c, "#status").await, "approved");
+    assert!(text(&c, "#message").await.contains("Decision recorded"));
+    assert!(
+        c.find(Locator::Css("#approve")).await.is_err(),
+        "no form once decided"
+    );
+
+    // The gateway releases it: the client now gets the new wording.
+    let v2 = tool(&p).await;
+    assert_ne!(v2["description"], v1["description"]);
+    assert!(v2["description"]
+        .as_str()
+        .unwrap()
+        .contains("Results are rounded"));
+    let r = p
+        .call("unit_convert", json!({"value": 1, "from": "m", "to": "ft"}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), "1 m = 3.2808 ft");
+
+    // The decision is a record in the gateway's audit log, with the note.
+    let decided: Vec<Value> = records(&p.audit)
+        .into_iter()
+        .filter(|r| r["stages"][0]["name"] == "review")
+        .collect();
+    assert_eq!(decided.len(), 1, "one decision record");
+    assert_eq!(decided[0]["status"], "ALLOW");
+    assert!(decided[0]
+        .to_string()
+        .contains("wording checked in the browser"));
+    c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_token_the_browser_signs_in_and_a_wrong_token_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, id, _) = pulled(dir.path()).await;
+    let page = ReviewPage::start(
+        &p.state,
+        &["--listen", "127.0.0.1:0"],
+        &[("PORTCULLIS_REVIEW_TOKEN", "correct horse battery staple")],
+    );
+    let driver = Driver::start();
+    let c = driver.browser().await;
+    c.goto(&page.url).await.unwrap();
+    assert!(c.current_url().await.unwrap().as_str().ends_with("/login"));
+    for (token, ok) in [("wrong", false), ("correct horse battery staple", true)] {
+        let field = c.find(Locator::Css("#token")).await.unwrap();
+        field.clear().await.unwrap();
+        field.send_keys(token).await.unwrap();
+        c.find(Locator::Css("#signin"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        if ok {
+            c.wait()
+                .for_element(Locator::Css("#queue"))
+                .await
+                .expect("the queue after signing in");
+            assert_eq!(
+                text(&c, "#queue a.item").await,
+                id.to_string(),
+                "signed in: the queue"
+            );
+        } else {
+            c.wait()
+                .for_element(Locator::Css("#message"))
+                .await
+                .unwrap();
+            assert_eq!(text(&c, "#message").await, "Wrong token.");
+        }
+    }
+    // Without the cookie or the token, nothing but the sign-in form.
+    let (status, _) = raw_http(
+        &page.addr(),
+        &format!(
+            "GET /item/{id} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            page.addr()
+        ),
+    );
+    assert_eq!(status, 303);
+    let (status, body) = raw_http(
+        &page.addr(),
+        &format!(
+            "GET /item/{id} HTTP/1.1\r\nHost: {}\r\nAuthorization: bearer correct horse battery staple\r\nConnection: close\r\n\r\n",
+            page.addr()
+        ),
+    );
+    assert_eq!(status, 200, "{body}");
+    c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_from_another_origin_or_host_is_refused_and_nothing_is_decided() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, id, _) = pulled(dir.path()).await;
+    let page = ReviewPage::start(&p.state, &["--listen", "127.0.0.1:0"], &[]);
+    let addr = page.addr();
+    // The form's own token, read from the page.
+    let (_, body) = raw_http(
+        &addr,
+        &format!("GET /item/{id} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+    );
+    let csrf = body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("the form carries its token")
+        .to_string();
+    let post = |host: &str, extra: &str, form: &str| {
+        raw_http(
+            &addr,
+            &format!(
+                "POST /item/{id} HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Type: \
+                 application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
+                form.len()
+            ),
+        )
+    };
+    let good = format!("csrf={csrf}&decision=approve&note=");
+    // A page on another site posting to the loopback page (CSRF).
+    let (s, _) = post(&addr, "Origin: http://evil.example\r\n", &good);
+    assert_eq!(s, 403);
+    let (s, _) = post(&addr, "Sec-Fetch-Site: cross-site\r\n", &good);
+    assert_eq!(s, 403);
+    // The form without its token.
+    let (s, _) = post(&addr, "", "csrf=guess&decision=approve&note=");
+    assert_eq!(s, 403);
+    // A DNS-rebinding page: the right address, another Host.
+    let (s, _) = post("evil.example", "", &good);
+    assert_eq!(s, 403);
+    assert_eq!(pending(&p.state).len(), 1, "still pending");
+    // The page's own form decides, once.
+    let (s, _) = post(&addr, &format!("Origin: http://{addr}\r\n"), &good);
+    assert_eq!(s, 303);
+    let (s, body) = post(&addr, "", &good);
+    assert_eq!(s, 409, "{body}");
+    assert!(body.contains("already approved"), "{body}");
+    assert!(pending(&p.state).is_empty());
+}
+
+#[test]
+fn off_loopback_the_page_does_not_start_without_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    portcullis_controls::store::Store::open(&state).unwrap();
+    let out = Command::new(portcullis())
+        .args(["review", "--state"])
+        .arg(&state)
+        .args(["--audit-log"])
+        .arg(dir.path().join("audit.jsonl"))
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .env_remove("PORTCULLIS_REVIEW_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not a loopback address") && err.contains("PORTCULLIS_REVIEW_TOKEN"),
+        "{err}"
+    );
+}
