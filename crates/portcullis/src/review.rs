@@ -63,10 +63,16 @@ pub enum ReviewCommand {
         /// printed as `review page: http://ADDR/`).
         #[arg(long, default_value = crate::review_page::DEFAULT_LISTEN, value_name = "ADDR:PORT")]
         listen: String,
-        /// The environment variable holding the token (required off loopback;
-        /// default PORTCULLIS_REVIEW_TOKEN, used on loopback too when set).
+        /// The environment variable holding the token (at least 16 characters;
+        /// default PORTCULLIS_REVIEW_TOKEN). Required off loopback; on loopback,
+        /// without it, a random token is made and printed as a sign-in address.
         #[arg(long, value_name = "NAME")]
         token_env: Option<String>,
+        /// The address a TLS-terminating proxy serves the page under
+        /// (`https://review.example.org`): its Host and Origin are accepted, and
+        /// the session cookie is marked Secure.
+        #[arg(long, value_name = "URL")]
+        public_origin: Option<String>,
     },
 }
 
@@ -165,11 +171,23 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
             let audit = decision_log(&store, explicit, args.state.is_some())?;
             decide(&store, &audit, &egress(gw.as_ref())?, d, false)
         }
-        ReviewCommand::Serve { listen, token_env } => {
+        ReviewCommand::Serve {
+            listen,
+            token_env,
+            public_origin,
+        } => {
             let audit = decision_log(&store, explicit, args.state.is_some())?;
             let log = AuditLog::open(audit.clone(), &egress(gw.as_ref())?)
                 .with_context(|| format!("opening the audit log {}", audit.log.display()))?;
-            crate::review_page::serve(store, log, &listen, token_env.as_deref())
+            crate::review_page::serve(
+                store,
+                log,
+                crate::review_page::ServeOptions {
+                    listen: &listen,
+                    token_env: token_env.as_deref(),
+                    public_origin: public_origin.as_deref(),
+                },
+            )
         }
     }
 }

@@ -18,12 +18,34 @@ fn hidden(c: char) -> bool {
     matches!(c,
         '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{ad}'
         | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
-        | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-        | '\u{2060}'..='\u{206f}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}'
-        | '\u{ffa0}' | '\u{fff9}'..='\u{fffb}' | '\u{e0000}'..='\u{e0fff}')
+        | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}' | '\u{2800}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}'
+        | '\u{feff}' | '\u{ffa0}' | '\u{fff0}'..='\u{fffb}' | '\u{1bca0}'..='\u{1bca3}'
+        | '\u{1d173}'..='\u{1d17a}' | '\u{e0000}'..='\u{e0fff}')
 }
 
-/// HTML-escapes a text and makes its hidden characters visible.
+/// Escapes a text for an attribute value: entities only, never markup (a
+/// hidden character becomes a numeric reference, not a visible box).
+pub fn esc_attr(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if hidden(c) => {
+                let _ = write!(out, "&#x{:X};", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// HTML-escapes a text (element content only: in an attribute use
+/// [`esc_attr`]) and makes its hidden characters visible.
 pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 16);
     for c in s.chars() {
@@ -81,10 +103,11 @@ pub fn queue(items: &[QueueItem], all: bool, store: &str) -> String {
         for i in items {
             let _ = write!(
                 b,
-                "<tr class=\"{st}\"><td><a class=\"item\" href=\"/item/{id}\">{id}</a></td>\
+                "<tr class=\"{cls}\"><td><a class=\"item\" href=\"/item/{id}\">{id}</a></td>\
                  <td>{created}</td><td class=\"status\">{st}</td><td>{kind}</td><td>{server}</td>\
                  <td>{name}</td><td>{summary}</td></tr>",
                 id = i.id,
+                cls = esc_attr(&i.status),
                 created = esc(&i.created),
                 st = esc(&i.status),
                 kind = esc(&i.kind),
@@ -104,11 +127,12 @@ pub fn item(i: &QueueItem, csrf: &str, message: Option<&str>) -> String {
     let mut b = String::new();
     let _ = write!(
         b,
-        "<h1>Item {id} <span class=\"badge {st}\" id=\"status\">{st}</span></h1>\
+        "<h1>Item {id} <span class=\"badge {cls}\" id=\"status\">{st}</span></h1>\
          <p class=\"sub\">{kind} · server <code>{server}</code> · <code>{name}</code> · \
          created {created} · hold record <code>{rec}</code></p><p class=\"summary\">{summary}</p>",
         id = i.id,
         st = esc(&i.status),
+        cls = esc_attr(&i.status),
         kind = esc(&i.kind),
         server = esc(&i.server),
         name = esc(&i.name),
@@ -183,7 +207,7 @@ fn decision_form(b: &mut String, i: &QueueItem, csrf: &str) {
          Approve</button><button id=\"deny\" name=\"decision\" value=\"deny\" class=\"deny\">\
          Deny</button></div></form>",
         id = i.id,
-        csrf = esc(csrf),
+        csrf = esc_attr(csrf),
         remember = esc(remember),
     );
 }
@@ -319,7 +343,7 @@ fn node(
     let pad = "  ".repeat(depth);
     out.push_str(&pad);
     if mark {
-        let _ = write!(out, "<span class=\"chg\" data-path=\"{}\">", esc(path));
+        let _ = write!(out, "<span class=\"chg\" data-path=\"{}\">", esc_attr(path));
     }
     if let Some(k) = key {
         let _ = write!(out, "{}: ", esc(&Value::String(k.to_string()).to_string()));
@@ -433,6 +457,28 @@ mod tests {
         }
         assert!(html.contains("&lt;script&gt;alert(4)&lt;/script&gt;"));
         assert!(html.contains("value=\"tok&quot;en\""));
+    }
+
+    #[test]
+    fn a_hidden_character_in_a_key_does_not_break_the_marking() {
+        let old = json!({"inputSchema": {"properties": {}}});
+        let new = json!({"inputSchema": {"properties": {"evil\u{200b}key": {"description": "x"}}}});
+        let diff = serde_json::to_value(portcullis_controls::pins::diff(&old, &new)).unwrap();
+        let path = diff[0]["path"].as_str().unwrap();
+        let marked: HashSet<&str> = [path].into_iter().collect();
+        let html = tree(&new, &marked);
+        // The attribute holds entities only (no markup that would end the tag).
+        assert!(
+            html.contains("data-path=\"$.inputSchema.properties[&quot;evil&#x200B;key&quot;]\">"),
+            "{html}"
+        );
+        assert_eq!(
+            strip_tags(&html)
+                .replace("U+200B", "\u{200b}")
+                .parse::<Value>()
+                .ok(),
+            Some(new)
+        );
     }
 
     #[test]

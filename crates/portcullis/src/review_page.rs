@@ -4,11 +4,14 @@
 //! reaches every gateway that uses the store at its next check.
 //!
 //! Safety: loopback by default, and then only a loopback `Host` is answered (a
-//! DNS-rebinding page cannot reach it); off loopback a token is required (start-up
-//! refuses without one). With a token, a browser signs in once (a random session
-//! cookie, `HttpOnly`, `SameSite=Strict`) and scripts send `Authorization: Bearer`.
-//! Every decision form carries a per-process token and is refused from another
-//! origin. No script is served, and the CSP allows none.
+//! DNS-rebinding page cannot reach it). Always a token: the one in
+//! $PORTCULLIS_REVIEW_TOKEN, or on loopback a random one printed as a sign-in
+//! address (so another user of the machine cannot decide through the page);
+//! off loopback start-up refuses without one. A browser signs in once (a random
+//! session cookie, `HttpOnly`, `SameSite=Strict`, `Secure` behind https) and
+//! scripts send `Authorization: Bearer`. Every decision form carries a
+//! per-process value and is refused from another origin. No script is served,
+//! and the CSP allows none.
 
 use crate::review_html as html;
 use anyhow::{bail, Context, Result};
@@ -18,7 +21,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
-use portcullis_controls::store::{Store, StoreError};
+use portcullis_controls::store::{Store, StoreError, PENDING};
 use portcullis_mcp::serve::{loopback_host, Token};
 use portcullis_mcp::AuditLog;
 use serde::Deserialize;
@@ -31,6 +34,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8718";
 /// The variable the token is read from unless `--token-env` names another.
 pub const DEFAULT_TOKEN_ENV: &str = "PORTCULLIS_REVIEW_TOKEN";
 const COOKIE: &str = "portcullis_review";
+/// The shortest token accepted from the environment.
+const MIN_TOKEN_CHARS: usize = 16;
 
 struct Page {
     store: Store,
@@ -39,7 +44,39 @@ struct Page {
     store_path: String,
     /// The value every decision form carries.
     csrf: String,
-    auth: Option<Auth>,
+    auth: Auth,
+    /// `scheme://host[:port]` when a TLS proxy serves the page under another name.
+    public: Option<PublicOrigin>,
+}
+
+/// The address a reverse proxy serves the page under (`--public-origin`).
+struct PublicOrigin {
+    /// As browsers send it in `Origin`: `https://review.example.org`.
+    origin: String,
+    /// As browsers send it in `Host`: `review.example.org`.
+    host: String,
+    https: bool,
+}
+
+impl PublicOrigin {
+    fn parse(s: &str) -> Result<PublicOrigin> {
+        let s = s.trim_end_matches('/');
+        let (https, host) = if let Some(h) = s.strip_prefix("https://") {
+            (true, h)
+        } else if let Some(h) = s.strip_prefix("http://") {
+            (false, h)
+        } else {
+            bail!("--public-origin {s:?}: expected https://HOST[:PORT] (or http://)")
+        };
+        if host.is_empty() || host.contains(['/', '?', '#', '@', ' ']) {
+            bail!("--public-origin {s:?}: expected https://HOST[:PORT], no path");
+        }
+        Ok(PublicOrigin {
+            origin: s.to_ascii_lowercase(),
+            host: host.to_ascii_lowercase(),
+            https,
+        })
+    }
 }
 
 struct Auth {
@@ -58,17 +95,20 @@ fn random_hex() -> String {
     )
 }
 
+/// Where and how the page is served (`portcullis review serve` options).
+pub struct ServeOptions<'a> {
+    pub listen: &'a str,
+    pub token_env: Option<&'a str>,
+    pub public_origin: Option<&'a str>,
+}
+
 /// Serves the page until interrupted (Ctrl-C or SIGTERM).
-pub fn serve(
-    store: Store,
-    log: AuditLog,
-    listen: &str,
-    token_env: Option<&str>,
-) -> Result<ExitCode> {
+pub fn serve(store: Store, log: AuditLog, opts: ServeOptions<'_>) -> Result<ExitCode> {
+    let listen = opts.listen;
     let addr: SocketAddr = listen.parse().with_context(|| {
         format!("--listen {listen:?} is not an address and port such as {DEFAULT_LISTEN}")
     })?;
-    let var = token_env.unwrap_or(DEFAULT_TOKEN_ENV);
+    let var = opts.token_env.unwrap_or(DEFAULT_TOKEN_ENV);
     let token = std::env::var(var).ok().filter(|t| !t.trim().is_empty());
     let loopback = addr.ip().is_loopback();
     if !loopback && token.is_none() {
@@ -78,34 +118,50 @@ pub fn serve(
              --token-env) before serving it off loopback"
         );
     }
-    if token_env.is_some() && token.is_none() {
+    if opts.token_env.is_some() && token.is_none() {
         bail!("--token-env {var}: the variable is not set or empty");
     }
-    let auth = token.map(|t| {
-        let cookie = random_hex();
-        Auth {
-            token: Token::new(&t),
-            cookie_digest: Token::new(&cookie),
-            cookie,
+    if let Some(t) = &token {
+        if t.trim().chars().count() < MIN_TOKEN_CHARS {
+            bail!(
+                "${var} holds a token of {} characters; the review page needs at least \
+                 {MIN_TOKEN_CHARS} (e.g. `openssl rand -hex 24`)",
+                t.trim().chars().count()
+            );
         }
-    });
+    }
+    let public = opts.public_origin.map(PublicOrigin::parse).transpose()?;
+    // No token given (loopback only): a random one, shown once as a sign-in address.
+    let generated = token.is_none().then(random_hex);
+    let token = token.or_else(|| generated.clone()).unwrap_or_default();
+    let cookie = random_hex();
     let page = Arc::new(Page {
         store_path: store.path().display().to_string(),
         store,
         log,
         csrf: random_hex(),
-        auth,
+        auth: Auth {
+            token: Token::new(&token),
+            cookie_digest: Token::new(&cookie),
+            cookie,
+        },
+        public,
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    rt.block_on(run(page, addr, loopback))?;
+    rt.block_on(run(page, addr, loopback, generated))?;
     Ok(ExitCode::SUCCESS)
 }
 
-async fn run(page: Arc<Page>, addr: SocketAddr, loopback: bool) -> Result<()> {
+async fn run(
+    page: Arc<Page>,
+    addr: SocketAddr,
+    loopback: bool,
+    generated: Option<String>,
+) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding the review page to {addr}"))?;
@@ -120,19 +176,22 @@ async fn run(page: Arc<Page>, addr: SocketAddr, loopback: bool) -> Result<()> {
             require_auth,
         ));
     if loopback {
-        app = app.layer(axum::middleware::from_fn(require_loopback_host));
+        app = app.layer(axum::middleware::from_fn_with_state(
+            page.clone(),
+            require_loopback_host,
+        ));
     }
     let app = app
         .layer(axum::middleware::map_response(security_headers))
         .with_state(page.clone());
-    // The one line a script (or a test) reads to find the page.
+    // The lines a script (or a test) reads to find the page and sign in.
     println!("review page: http://{local}/");
-    tracing::info!(
-        %local,
-        store = %page.store_path,
-        token = page.auth.is_some(),
-        "serving the review page"
-    );
+    if let Some(t) = &generated {
+        println!("sign in: http://{local}/login?token={t}");
+    }
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    tracing::info!(%local, store = %page.store_path, "serving the review page");
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown())
         .await
@@ -179,20 +238,30 @@ async fn security_headers(mut res: Response) -> Response {
     res
 }
 
-async fn require_loopback_host(req: Request, next: Next) -> Response {
+async fn require_loopback_host(
+    State(page): State<Arc<Page>>,
+    req: Request,
+    next: Next,
+) -> Response {
     let ok = req
         .headers()
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
-        .is_some_and(loopback_host);
+        .is_some_and(|h| {
+            loopback_host(h)
+                || page
+                    .public
+                    .as_ref()
+                    .is_some_and(|p| h.eq_ignore_ascii_case(&p.host))
+        });
     if ok {
         next.run(req).await
     } else {
         refuse(
             StatusCode::FORBIDDEN,
             "Refused",
-            "the review page answers only to a loopback Host (serve it with --listen and a \
-             token to reach it from elsewhere)",
+            "the review page answers only to a loopback Host (behind a TLS proxy, name the \
+             address it serves in --public-origin)",
         )
     }
 }
@@ -209,9 +278,7 @@ fn has_session(auth: &Auth, headers: &HeaderMap) -> bool {
 }
 
 async fn require_auth(State(page): State<Arc<Page>>, req: Request, next: Next) -> Response {
-    let Some(auth) = &page.auth else {
-        return next.run(req).await;
-    };
+    let auth = &page.auth;
     let open = matches!(req.uri().path(), "/login" | "/style.css");
     let bearer = req
         .headers()
@@ -282,7 +349,8 @@ async fn item(
     let p = page.clone();
     match tokio::task::spawn_blocking(move || p.store.item(id)).await {
         Ok(Ok(Some(i))) => {
-            let message = q.done.map(|_| {
+            // Only for a decided item: a link with `?done=1` cannot fake it.
+            let message = q.done.filter(|_| i.status != PENDING).map(|_| {
                 format!(
                     "Decision recorded ({}). Every gateway that uses this state store acts on \
                      it at its next check; a held call that is waiting for it goes on now.",
@@ -310,22 +378,27 @@ struct DecideForm {
     remember: Option<String>,
 }
 
-/// Whether a state-changing request comes from this page: the form's token,
-/// and (when the browser says) the same origin.
-fn same_origin(headers: &HeaderMap) -> bool {
+/// Whether a state-changing request comes from this page: (when the browser
+/// says) the same origin, the page's own address or its public origin.
+fn same_origin(page: &Page, headers: &HeaderMap) -> bool {
     let site_ok = headers
         .get("sec-fetch-site")
         .and_then(|v| v.to_str().ok())
         .is_none_or(|s| s == "same-origin" || s == "none");
     let origin_ok = match headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
         None => true,
-        Some(origin) => headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .is_some_and(|host| {
-                origin.eq_ignore_ascii_case(&format!("http://{host}"))
-                    || origin.eq_ignore_ascii_case(&format!("https://{host}"))
-            }),
+        Some(origin) => {
+            page.public
+                .as_ref()
+                .is_some_and(|p| origin.eq_ignore_ascii_case(&p.origin))
+                || headers
+                    .get(header::HOST)
+                    .and_then(|h| h.to_str().ok())
+                    .is_some_and(|host| {
+                        origin.eq_ignore_ascii_case(&format!("http://{host}"))
+                            || origin.eq_ignore_ascii_case(&format!("https://{host}"))
+                    })
+        }
     };
     site_ok && origin_ok
 }
@@ -337,7 +410,7 @@ async fn decide(
     Form(f): Form<DecideForm>,
 ) -> Response {
     let form_ok = Token::new(&page.csrf).matches(f.csrf.as_bytes());
-    if !form_ok || !same_origin(&headers) {
+    if !form_ok || !same_origin(&page, &headers) {
         return refuse(
             StatusCode::FORBIDDEN,
             "Refused",
@@ -387,11 +460,22 @@ async fn decide(
     }
 }
 
-async fn login_form(State(page): State<Arc<Page>>) -> Response {
-    if page.auth.is_none() {
-        return Redirect::to("/").into_response();
+#[derive(Deserialize)]
+struct LoginQuery {
+    token: Option<String>,
+}
+
+/// The sign-in form, or (`?token=`, the address printed at start-up) signing in.
+async fn login_form(State(page): State<Arc<Page>>, Query(q): Query<LoginQuery>) -> Response {
+    match q.token {
+        Some(t) if page.auth.token.matches(t.as_bytes()) => signed_in(&page),
+        Some(_) => (
+            StatusCode::UNAUTHORIZED,
+            axum::response::Html(html::login(true)),
+        )
+            .into_response(),
+        None => axum::response::Html(html::login(false)).into_response(),
     }
-    axum::response::Html(html::login(false)).into_response()
 }
 
 #[derive(Deserialize)]
@@ -404,10 +488,7 @@ async fn login(
     headers: HeaderMap,
     Form(f): Form<LoginForm>,
 ) -> Response {
-    let Some(auth) = &page.auth else {
-        return Redirect::to("/").into_response();
-    };
-    if !same_origin(&headers) || !auth.token.matches(f.token.as_bytes()) {
+    if !same_origin(&page, &headers) || !page.auth.token.matches(f.token.as_bytes()) {
         tracing::warn!("review page: a sign-in with a wrong token");
         return (
             StatusCode::UNAUTHORIZED,
@@ -415,9 +496,19 @@ async fn login(
         )
             .into_response();
     }
+    signed_in(&page)
+}
+
+/// The session cookie, and on to the queue.
+fn signed_in(page: &Page) -> Response {
+    let secure = if page.public.as_ref().is_some_and(|p| p.https) {
+        "; Secure"
+    } else {
+        ""
+    };
     let cookie = format!(
-        "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
-        auth.cookie
+        "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/{secure}",
+        page.auth.cookie
     );
     match HeaderValue::from_str(&cookie) {
         Ok(v) => ([(header::SET_COOKIE, v)], Redirect::to("/")).into_response(),

@@ -25,6 +25,8 @@ const MARKUP: &str =
 struct ReviewPage {
     child: Child,
     url: String,
+    /// The sign-in address printed when no token was given.
+    signin: Option<String>,
 }
 
 impl ReviewPage {
@@ -40,16 +42,32 @@ impl ReviewPage {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn portcullis review serve");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .expect("read the page's address");
+        out.read_line(&mut line).expect("read the page's address");
         let url = line
             .trim()
             .strip_prefix("review page: ")
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
             .to_string();
-        ReviewPage { child, url }
+        let signin = env.is_empty().then(|| {
+            let mut line = String::new();
+            out.read_line(&mut line).expect("read the sign-in address");
+            line.trim()
+                .strip_prefix("sign in: ")
+                .unwrap_or_else(|| panic!("unexpected second line {line:?}"))
+                .to_string()
+        });
+        ReviewPage { child, url, signin }
+    }
+
+    /// The generated token, from the sign-in address.
+    fn token(&self) -> String {
+        self.signin
+            .as_deref()
+            .and_then(|s| s.split("token=").nth(1))
+            .expect("a generated token")
+            .to_string()
     }
 
     fn addr(&self) -> String {
@@ -207,8 +225,11 @@ async fn a_rug_pull_is_approved_in_a_real_browser_and_the_gateway_releases_it() 
     let driver = Driver::start();
     let c = driver.browser().await;
 
-    // The queue lists the item; open it.
+    // Not signed in: the sign-in form. The printed address signs in.
     c.goto(&page.url).await.unwrap();
+    assert!(c.current_url().await.unwrap().as_str().ends_with("/login"));
+    c.goto(page.signin.as_deref().unwrap()).await.unwrap();
+    // The queue lists the item; open it.
     let link = c
         .find(Locator::Css("#queue a.item"))
         .await
@@ -379,10 +400,11 @@ async fn a_decision_from_another_origin_or_host_is_refused_and_nothing_is_decide
     let (p, id, _) = pulled(dir.path()).await;
     let page = ReviewPage::start(&p.state, &["--listen", "127.0.0.1:0"], &[]);
     let addr = page.addr();
+    let auth = format!("Authorization: Bearer {}\r\n", page.token());
     // The form's own token, read from the page.
     let (_, body) = raw_http(
         &addr,
-        &format!("GET /item/{id} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+        &format!("GET /item/{id} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"),
     );
     let csrf = body
         .split("name=\"csrf\" value=\"")
@@ -394,13 +416,31 @@ async fn a_decision_from_another_origin_or_host_is_refused_and_nothing_is_decide
         raw_http(
             &addr,
             &format!(
-                "POST /item/{id} HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Type: \
+                "POST /item/{id} HTTP/1.1\r\nHost: {host}\r\n{auth}{extra}Content-Type: \
                  application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
                 form.len()
             ),
         )
     };
     let good = format!("csrf={csrf}&decision=approve&note=");
+    // Another user of the machine, without the token: nothing.
+    let (s, _) = raw_http(
+        &addr,
+        &format!(
+            "POST /item/{id} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: \
+             application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{good}",
+            good.len()
+        ),
+    );
+    assert_eq!(s, 401);
+    // A link that claims a decision on an undecided item is not believed.
+    let (_, body) = raw_http(
+        &addr,
+        &format!(
+            "GET /item/{id}?done=1 HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+        ),
+    );
+    assert!(!body.contains("Decision recorded"), "{body}");
     // A page on another site posting to the loopback page (CSRF).
     let (s, _) = post(&addr, "Origin: http://evil.example\r\n", &good);
     assert_eq!(s, 403);
@@ -423,23 +463,93 @@ async fn a_decision_from_another_origin_or_host_is_refused_and_nothing_is_decide
 }
 
 #[test]
-fn off_loopback_the_page_does_not_start_without_a_token() {
+fn the_page_does_not_start_off_loopback_without_a_token_nor_with_a_short_one() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state.sqlite");
     portcullis_controls::store::Store::open(&state).unwrap();
-    let out = Command::new(portcullis())
-        .args(["review", "--state"])
-        .arg(&state)
-        .args(["--audit-log"])
-        .arg(dir.path().join("audit.jsonl"))
-        .args(["serve", "--listen", "0.0.0.0:0"])
-        .env_remove("PORTCULLIS_REVIEW_TOKEN")
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let serve = |args: &[&str], token: Option<&str>| {
+        let mut cmd = Command::new(portcullis());
+        cmd.args(["review", "--state"])
+            .arg(&state)
+            .args(["--audit-log"])
+            .arg(dir.path().join("audit.jsonl"))
+            .arg("serve")
+            .args(args)
+            .env_remove("PORTCULLIS_REVIEW_TOKEN");
+        if let Some(t) = token {
+            cmd.env("PORTCULLIS_REVIEW_TOKEN", t);
+        }
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let err = serve(&["--listen", "0.0.0.0:0"], None);
     assert!(
         err.contains("not a loopback address") && err.contains("PORTCULLIS_REVIEW_TOKEN"),
         "{err}"
     );
+    let err = serve(&["--listen", "127.0.0.1:0"], Some("hunter2"));
+    assert!(err.contains("at least 16"), "{err}");
+    let err = serve(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--public-origin",
+            "review.example",
+        ],
+        None,
+    );
+    assert!(err.contains("expected https://HOST"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_tls_proxy_the_public_origin_is_accepted_and_the_cookie_is_secure() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, id, _) = pulled(dir.path()).await;
+    let token = "a token of more than sixteen characters";
+    let page = ReviewPage::start(
+        &p.state,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--public-origin",
+            "https://review.example.org",
+        ],
+        &[("PORTCULLIS_REVIEW_TOKEN", token)],
+    );
+    let addr = page.addr();
+    // As the proxy forwards it: the public Host.
+    let form = format!("token={}", token.replace(' ', "+"));
+    let (s, head) = raw_http(
+        &addr,
+        &format!(
+            "POST /login HTTP/1.1\r\nHost: review.example.org\r\nOrigin: https://review.example.org\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n{form}",
+            form.len()
+        ),
+    );
+    assert_eq!(s, 303, "{head}");
+    let cookie = head
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .expect("a session cookie");
+    assert!(cookie.ends_with("; Secure"), "{cookie}");
+    let session = cookie.split(';').next().unwrap();
+    let (s, body) = raw_http(
+        &addr,
+        &format!(
+            "GET /item/{id} HTTP/1.1\r\nHost: review.example.org\r\nCookie: {session}\r\n\
+             Connection: close\r\n\r\n"
+        ),
+    );
+    assert_eq!(s, 200, "{body}");
+    // Another name is still refused.
+    let (s, _) = raw_http(
+        &addr,
+        &format!(
+            "GET / HTTP/1.1\r\nHost: other.example.org\r\nCookie: {session}\r\nConnection: close\r\n\r\n"
+        ),
+    );
+    assert_eq!(s, 403);
 }
