@@ -338,11 +338,12 @@ fn derive_compressed(folded: &View) -> Option<View> {
     }
     let mut text = String::with_capacity(folded.text.len());
     let mut map = OffsetMap::default();
+    let mut cursor = folded.map.cursor();
     for (k, &(off, c)) in chars.iter().enumerate() {
         if !keep[k] {
             continue;
         }
-        let (os, oe) = folded.to_original(off, off + c.len_utf8());
+        let (os, oe) = cursor.original(off, off + c.len_utf8());
         let mut tmp = [0u8; 4];
         push_piece(&mut text, &mut map, c.encode_utf8(&mut tmp), os, oe - os);
     }

@@ -84,32 +84,98 @@ impl OffsetMap {
     /// Original byte range of the view range `start..end`. Out-of-range offsets are
     /// clamped, so a caller can never index past the original.
     pub fn to_original(&self, start: usize, end: usize) -> (usize, usize) {
-        let Some(first) = self.segment_at(start).or(self.segments.last()) else {
-            return (0, 0);
-        };
-        let o_start = if first.aligned && start >= first.view_start {
-            first.orig_start + (start - first.view_start).min(first.orig_len)
-        } else {
-            first.orig_start
-        };
-        if end <= start {
-            return (o_start, o_start);
-        }
-        let Some(last) = self.segment_at(end - 1).or(self.segments.last()) else {
-            return (o_start, o_start);
-        };
-        let o_end = if last.aligned && end > last.view_start {
-            last.orig_start + (end - last.view_start).min(last.orig_len)
-        } else {
-            last.orig_start + last.orig_len
-        };
-        (o_start, o_end.max(o_start))
+        map_range(|x| self.segment_at(x), self.segments.last(), start, end)
     }
+
+    /// A [`Cursor`]: `to_original` for ranges visited in increasing order.
+    pub fn cursor(&self) -> Cursor<'_> {
+        Cursor { map: self, at: 0 }
+    }
+}
+
+/// `to_original` for view ranges visited mostly in increasing order (a view
+/// rebuilt character by character): each lookup moves a position forward
+/// instead of searching the segments again. Any order gives the same answers as
+/// [`OffsetMap::to_original`]; a step back searches.
+pub struct Cursor<'a> {
+    map: &'a OffsetMap,
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    #[inline]
+    fn seek(&mut self, x: usize) -> Option<&'a Segment> {
+        let segs: &'a [Segment] = &self.map.segments;
+        let end = |s: &Segment| s.view_start + s.view_len;
+        if self.at > 0 && segs.get(self.at - 1).is_some_and(|s| end(s) > x) {
+            self.at = segs.partition_point(|s| end(s) <= x);
+        }
+        while segs.get(self.at).is_some_and(|s| end(s) <= x) {
+            self.at += 1;
+        }
+        segs.get(self.at)
+    }
+
+    #[inline]
+    pub fn original(&mut self, start: usize, end: usize) -> (usize, usize) {
+        let last = self.map.segments.last();
+        map_range(|x| self.seek(x), last, start, end)
+    }
+}
+
+/// The range mapping shared by the search and the cursor: `at(x)` is the segment
+/// holding view byte `x` (the first ending after it), `last` the final segment.
+#[inline]
+fn map_range<'a>(
+    mut at: impl FnMut(usize) -> Option<&'a Segment>,
+    last_segment: Option<&'a Segment>,
+    start: usize,
+    end: usize,
+) -> (usize, usize) {
+    let Some(first) = at(start).or(last_segment) else {
+        return (0, 0);
+    };
+    let o_start = if first.aligned && start >= first.view_start {
+        first.orig_start + (start - first.view_start).min(first.orig_len)
+    } else {
+        first.orig_start
+    };
+    if end <= start {
+        return (o_start, o_start);
+    }
+    let Some(last) = at(end - 1).or(last_segment) else {
+        return (o_start, o_start);
+    };
+    let o_end = if last.aligned && end > last.view_start {
+        last.orig_start + (end - last.view_start).min(last.orig_len)
+    } else {
+        last.orig_start + last.orig_len
+    };
+    (o_start, o_end.max(o_start))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cursor_answers_as_the_search_does_in_any_order() {
+        let mut m = OffsetMap::default();
+        m.push(2, 0, 2);
+        m.push_opaque(3, 2, 7);
+        m.push(4, 9, 4);
+        m.push(1, 13, 3);
+        m.push(5, 16, 5);
+        let n = m.view_len() + 2;
+        let ranges: Vec<(usize, usize)> = (0..n)
+            .flat_map(|s| (s..n + 1).map(move |e| (s, e)))
+            .collect();
+        let mut c = m.cursor();
+        for &(s, e) in ranges.iter().chain(ranges.iter().rev()) {
+            assert_eq!(c.original(s, e), m.to_original(s, e), "{s}..{e}");
+        }
+        assert_eq!(OffsetMap::default().cursor().original(3, 4), (0, 0));
+    }
 
     #[test]
     fn identity_maps_each_byte() {
