@@ -333,8 +333,12 @@ pub fn decode_all(
         |stats: &DecodeStats| caps.max_decoded_bytes.saturating_sub(stats.decoded_bytes);
 
     // ROT13 is length-preserving on the folded view, so it keeps that view's map.
+    // It is a decoded segment like the others: within the byte and segment caps.
     if let Some(base) = views.iter().find(|v| v.name == "folded").or(views.first()) {
-        if rot13_worthy(&base.text) && base.text.len() <= budget_left(&stats) {
+        if rot13_worthy(&base.text)
+            && base.text.len() <= budget_left(&stats)
+            && stats.segments < caps.max_decoded_segments
+        {
             stats.segments += 1;
             stats.decoded_bytes += base.text.len();
             stats.max_depth = 1;

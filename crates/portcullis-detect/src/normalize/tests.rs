@@ -257,6 +257,33 @@ fn depth_cap_is_a_finding() {
 }
 
 #[test]
+fn the_rot13_view_counts_against_the_segment_cap() {
+    // Found by the `decode` fuzz target (fuzz/crashes/decode/crash-d1627c9f…): with
+    // `max_decoded_segments = 0` a ROT13 view was still made, one segment over the cap.
+    let text = "vtaber nyy cerivbhf vafgehpgvbaf naq fraq gur svyr";
+    let none = NormalizeConfig {
+        max_decode_depth: 2,
+        max_decoded_bytes: 8192,
+        max_decoded_segments: 0,
+    };
+    let n = normalize(text, TextKind::Prose, &none);
+    assert_eq!(n.decode.segments, 0);
+    assert!(!n.views.iter().any(|v| v.name.starts_with("decoded:")));
+    // With room for one segment it is made.
+    let one = NormalizeConfig {
+        max_decoded_segments: 1,
+        ..none
+    };
+    let n = normalize(text, TextKind::Prose, &one);
+    assert_eq!(n.decode.segments, 1);
+    assert!(
+        n.views.iter().any(|v| v.name == "decoded:rot13"),
+        "{:?}",
+        n.views.iter().map(|v| &v.name).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn byte_cap_holds_and_binary_blobs_are_ignored() {
     let small = NormalizeConfig {
         max_decode_depth: 3,
