@@ -30,6 +30,12 @@ pub enum StoreError {
     Decided { id: i64, status: String },
     #[error("the decision record of review item {id} could not be written, so nothing was decided: {message}")]
     Record { id: i64, message: String },
+    #[error("state store {path}: schema version {found}, newer than this portcullis knows ({known}): it was written by a newer release; run that release (or a newer one) against it, or give this one another store (`[state] path`)")]
+    NewerSchema {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
 }
 
 /// A pinned definition.
@@ -139,6 +145,13 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// The schema version this code writes, kept in SQLite's `user_version`. Each
+/// released schema is a fixture of `tests/store_migrations.rs`, opened and used
+/// by this code: 1 (pins, queue, allow), 2 (+ meta), 3 (+ taint), 4 (+ launches,
+/// pins.launch). Stores before 4 carry no version (0); every change so far added
+/// tables or a column, so opening one creates what is missing.
+pub const SCHEMA_VERSION: i64 = 4;
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS pins (
     server TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,
@@ -218,6 +231,17 @@ impl Store {
         };
         let conn = Connection::open(path).map_err(sq)?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(sq)?;
+        // Before anything is written: a newer release's store is not touched.
+        let found: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(sq)?;
+        if found > SCHEMA_VERSION {
+            return Err(StoreError::NewerSchema {
+                path: path.to_path_buf(),
+                found,
+                known: SCHEMA_VERSION,
+            });
+        }
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(sq)?;
         conn.pragma_update(None, "synchronous", "FULL")
@@ -235,6 +259,10 @@ impl Store {
             > 0;
         if !has_launch {
             conn.execute_batch("ALTER TABLE pins ADD COLUMN launch TEXT")
+                .map_err(sq)?;
+        }
+        if found < SCHEMA_VERSION {
+            conn.pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(sq)?;
         }
         Ok(Store {
