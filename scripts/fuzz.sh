@@ -4,7 +4,10 @@
 #
 #   scripts/fuzz.sh [TARGET...]           FUZZ_SECONDS per target (default 60);
 #                                         FUZZ_RUNS=N also stops a target after N
-#                                         executions (whichever comes first)
+#                                         executions (whichever comes first);
+#                                         FUZZ_WORKERS=K runs K processes on the
+#                                         same corpus (each N/K runs; libFuzzer
+#                                         reloads what the others add), one core each
 #   scripts/fuzz.sh --seed [TARGET...]    merge fuzz/seeds/<t> (scripts/fuzz-seeds.py)
 #                                         into the corpora, no fuzzing
 #
@@ -16,8 +19,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECONDS_PER=${FUZZ_SECONDS:-60}
+WORKERS=${FUZZ_WORKERS:-1}
+[[ $WORKERS =~ ^[1-9][0-9]*$ ]] || { echo "FUZZ_WORKERS=$WORKERS: expected a positive number" >&2; exit 2; }
 RUNS=()
-if [[ -n ${FUZZ_RUNS:-} ]]; then RUNS=(-runs="$FUZZ_RUNS"); fi
+if [[ -n ${FUZZ_RUNS:-} ]]; then RUNS=(-runs="$(( (FUZZ_RUNS + WORKERS - 1) / WORKERS ))"); fi
 TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 FUZZ_TARGET_DIR=${FUZZ_TARGET_DIR:-$ROOT/fuzz/target}
 BIN=$FUZZ_TARGET_DIR/$TRIPLE/release/portcullis-fuzz
@@ -62,15 +67,22 @@ for t in $TARGETS; do
   hang_before=$(find "fuzz/artifacts/$t" -maxdepth 1 -name 'timeout-*' | wc -l)
   echo "== $t: $SECONDS_PER s" >&2
   start=$(date +%s.%N)
+  rm -f fuzz/artifacts/$t/fuzz-*.log
   set +e
-  PORTCULLIS_FUZZ_TARGET=$t nice -n 19 "$BIN" "fuzz/corpus/$t" \
-    -max_total_time="$SECONDS_PER" "${RUNS[@]}" -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="fuzz/artifacts/$t/" >"$log" 2>&1
-  rc=$?
+  pids=()
+  for (( w = 0; w < WORKERS; w++ )); do
+    wlog=$log; (( WORKERS > 1 )) && wlog=fuzz/artifacts/$t/fuzz-$w.log
+    PORTCULLIS_FUZZ_TARGET=$t nice -n 19 "$BIN" "fuzz/corpus/$t" \
+      -max_total_time="$SECONDS_PER" "${RUNS[@]}" -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="fuzz/artifacts/$t/" >"$wlog" 2>&1 &
+    pids+=($!)
+  done
+  rc=0
+  for p in "${pids[@]}"; do wait "$p" || rc=$?; done
   set -e
   end=$(date +%s.%N)
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  execs=${execs:-0}
+  if (( WORKERS > 1 )); then cat fuzz/artifacts/$t/fuzz-*.log >"$log"; fi
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | awk '{n += $1} END {print n + 0}')
   crashes=$(( $(find "fuzz/artifacts/$t" -maxdepth 1 -name 'crash-*' -o -maxdepth 1 -name 'oom-*' | wc -l) - before ))
   hangs=$(( $(find "fuzz/artifacts/$t" -maxdepth 1 -name 'timeout-*' | wc -l) - hang_before ))
   if (( rc != 0 && crashes == 0 && hangs == 0 )); then
