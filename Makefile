@@ -52,8 +52,9 @@ bench:
 ## sizes (docs/fuzzing.md). Stable toolchain, libFuzzer; not part of `make test`:
 ## CI replays the committed corpora instead (crates/portcullis-fuzz/tests/replay.rs).
 FUZZ_SECONDS ?= 60
+FUZZ_WORKERS ?= 1
 fuzz: fuzz-setup
-	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) scripts/fuzz.sh $(FUZZ_TARGETS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_WORKERS=$(FUZZ_WORKERS) scripts/fuzz.sh $(FUZZ_TARGETS)
 
 fuzz-setup:
 	@scripts/setup-fuzz.sh
