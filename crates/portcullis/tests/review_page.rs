@@ -553,3 +553,79 @@ async fn behind_a_tls_proxy_the_public_origin_is_accepted_and_the_cookie_is_secu
     );
     assert_eq!(s, 403);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_waiting_for_its_decision_goes_on_when_the_page_approves_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("gateway.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "stdio = true\n[review]\ncall_timeout_secs = 300\n[audit]\nlog = \"audit.jsonl\"\n\
+             [[server]]\nname = \"kit\"\ncommand = {:?}\nargs = [\"--profile\", \"benign\", \"--overpriv\"]\n",
+            testserver()
+        ),
+    )
+    .unwrap();
+    let state = dir.path().join("audit.jsonl.state.sqlite");
+    let p = StdioProxy::start(
+        &["--config".into(), cfg.display().to_string()],
+        &dir.path().join("audit.jsonl"),
+        &state,
+        None,
+    )
+    .await;
+    p.tools().await;
+    // A call filling an over-privileged parameter is held and waits.
+    let waiting = {
+        let peer = p.client.peer().clone();
+        tokio::spawn(async move {
+            support::call_on(
+                &peer,
+                "article_metadata",
+                json!({"pmid": "7", "agent_model": "m"}),
+            )
+            .await
+        })
+    };
+    let mut id = None;
+    for _ in 0..400 {
+        if let Some(i) = pending(&state).first() {
+            id = i["id"].as_i64();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let id = id.expect("the held call is filed");
+    assert!(!waiting.is_finished(), "the call waits for the decision");
+    let page = ReviewPage::start(&state, &["--listen", "127.0.0.1:0"], &[]);
+    let addr = page.addr();
+    let auth = format!("Authorization: Bearer {}\r\n", page.token());
+    let (_, body) = raw_http(
+        &addr,
+        &format!("GET /item/{id} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"),
+    );
+    assert!(body.contains("call"), "{body}");
+    let csrf = body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_string();
+    let form = format!("csrf={csrf}&decision=approve&note=checked");
+    let (s, _) = raw_http(
+        &addr,
+        &format!(
+            "POST /item/{id} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: \
+             application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
+            form.len()
+        ),
+    );
+    assert_eq!(s, 303);
+    let r = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("the call goes on after the approval")
+        .unwrap()
+        .unwrap();
+    assert!(text_of(&r).starts_with("PMID 7"), "{r}");
+}
