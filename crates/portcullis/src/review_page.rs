@@ -86,7 +86,7 @@ struct Auth {
     cookie_digest: Token,
 }
 
-/// 256 bits from the OS generator, as hex.
+/// 244 random bits from the OS generator (two UUID v4s), as hex.
 fn random_hex() -> String {
     format!(
         "{}{}",
