@@ -239,30 +239,35 @@ async fn bind_metrics(
 /// upstreams closed, queued state written.
 fn stop_on_signal(stop: CancellationToken) {
     tokio::spawn(async move {
-        // A signal that cannot be watched is no reason to stop.
-        let ctrl_c = async {
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        };
-        #[cfg(unix)]
-        let term = async {
-            use tokio::signal::unix::{signal, SignalKind};
-            match signal(SignalKind::terminate()) {
-                Ok(mut term) => {
-                    term.recv().await;
-                }
-                Err(_) => std::future::pending::<()>().await,
-            }
-        };
-        #[cfg(not(unix))]
-        let term = std::future::pending::<()>();
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term => {}
-        }
+        stop_signal().await;
         stop.cancel();
     });
+}
+
+/// Resolves at the first Ctrl-C or SIGTERM. A signal that cannot be watched is
+/// no reason to stop: its half never resolves.
+pub(crate) async fn stop_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
 }
 
 /// One client over stdio and nothing else: the gateway starts once the client's

@@ -27,26 +27,22 @@ fn hidden(c: char) -> bool {
 /// Escapes a text for an attribute value: entities only, never markup (a
 /// hidden character becomes a numeric reference, not a visible box).
 pub fn esc_attr(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 16);
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if hidden(c) => {
-                let _ = write!(out, "&#x{:X};", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out
+    escape(s, |out, c| {
+        let _ = write!(out, "&#x{c:X};");
+    })
 }
 
 /// HTML-escapes a text (element content only: in an attribute use
 /// [`esc_attr`]) and makes its hidden characters visible.
 pub fn esc(s: &str) -> String {
+    escape(s, |out, c| {
+        let _ = write!(out, "<span class=\"cc\">U+{c:04X}</span>");
+    })
+}
+
+/// The five HTML-special characters as entities; each hidden character (its
+/// code point) written by `hidden_as`.
+fn escape(s: &str, hidden_as: impl Fn(&mut String, u32)) -> String {
     let mut out = String::with_capacity(s.len() + 16);
     for c in s.chars() {
         match c {
@@ -55,9 +51,7 @@ pub fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            c if hidden(c) => {
-                let _ = write!(out, "<span class=\"cc\">U+{:04X}</span>", u32::from(c));
-            }
+            c if hidden(c) => hidden_as(&mut out, u32::from(c)),
             c => out.push(c),
         }
     }

@@ -42,11 +42,40 @@ struct Page {
     log: AuditLog,
     /// Shown on the queue page, so a reviewer sees which gateway's queue it is.
     store_path: String,
+    /// The sign-in token (the environment's, or one made at start-up).
+    token: Token,
+    /// The session cookie's value.
+    session: Secret,
     /// The value every decision form carries.
-    csrf: String,
-    auth: Auth,
+    csrf: Secret,
     /// `scheme://host[:port]` when a TLS proxy serves the page under another name.
     public: Option<PublicOrigin>,
+}
+
+/// A random value made at start-up (session cookie, form value): the value to
+/// hand out, and its digest to compare what comes back with in constant time.
+struct Secret {
+    value: String,
+    digest: Token,
+}
+
+impl Secret {
+    /// 244 random bits from the OS generator (two UUID v4s), as hex.
+    fn random() -> Secret {
+        let value = format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        Secret {
+            digest: Token::new(&value),
+            value,
+        }
+    }
+
+    fn matches(&self, presented: &str) -> bool {
+        self.digest.matches(presented.as_bytes())
+    }
 }
 
 /// The address a reverse proxy serves the page under (`--public-origin`).
@@ -77,22 +106,6 @@ impl PublicOrigin {
             https,
         })
     }
-}
-
-struct Auth {
-    token: Token,
-    /// The session cookie's value (random per process), and its digest to compare.
-    cookie: String,
-    cookie_digest: Token,
-}
-
-/// 244 random bits from the OS generator (two UUID v4s), as hex.
-fn random_hex() -> String {
-    format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    )
 }
 
 /// Where and how the page is served (`portcullis review serve` options).
@@ -132,19 +145,20 @@ pub fn serve(store: Store, log: AuditLog, opts: ServeOptions<'_>) -> Result<Exit
     }
     let public = opts.public_origin.map(PublicOrigin::parse).transpose()?;
     // No token given (loopback only): a random one, shown once as a sign-in address.
-    let generated = token.is_none().then(random_hex);
-    let token = token.or_else(|| generated.clone()).unwrap_or_default();
-    let cookie = random_hex();
+    let (token, generated) = match token {
+        Some(t) => (Token::new(&t), None),
+        None => {
+            let s = Secret::random();
+            (s.digest, Some(s.value))
+        }
+    };
     let page = Arc::new(Page {
         store_path: store.path().display().to_string(),
         store,
         log,
-        csrf: random_hex(),
-        auth: Auth {
-            token: Token::new(&token),
-            cookie_digest: Token::new(&cookie),
-            cookie,
-        },
+        token,
+        session: Secret::random(),
+        csrf: Secret::random(),
         public,
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -193,28 +207,9 @@ async fn run(
     let _ = std::io::stdout().flush();
     tracing::info!(%local, store = %page.store_path, "serving the review page");
     axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown())
+        .with_graceful_shutdown(crate::proxy::stop_signal())
         .await
         .context("serving the review page")
-}
-
-async fn shutdown() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
-            }
-            Err(_) => {
-                let _ = ctrl_c.await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
 }
 
 async fn security_headers(mut res: Response) -> Response {
@@ -267,24 +262,23 @@ async fn require_loopback_host(
 }
 
 /// Whether the request carries the session cookie.
-fn has_session(auth: &Auth, headers: &HeaderMap) -> bool {
+fn has_session(session: &Secret, headers: &HeaderMap) -> bool {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|c| c.trim().split_once('='))
-        .any(|(k, v)| k == COOKIE && auth.cookie_digest.matches(v.as_bytes()))
+        .any(|(k, v)| k == COOKIE && session.matches(v))
 }
 
 async fn require_auth(State(page): State<Arc<Page>>, req: Request, next: Next) -> Response {
-    let auth = &page.auth;
     let open = matches!(req.uri().path(), "/login" | "/style.css");
     let bearer = req
         .headers()
         .get(header::AUTHORIZATION)
-        .is_some_and(|v| auth.token.accepts(v.as_bytes()));
-    if open || bearer || has_session(auth, req.headers()) {
+        .is_some_and(|v| page.token.accepts(v.as_bytes()));
+    if open || bearer || has_session(&page.session, req.headers()) {
         return next.run(req).await;
     }
     if req.method() == Method::GET {
@@ -357,7 +351,8 @@ async fn item(
                     i.status
                 )
             });
-            axum::response::Html(html::item(&i, &page.csrf, message.as_deref())).into_response()
+            axum::response::Html(html::item(&i, &page.csrf.value, message.as_deref()))
+                .into_response()
         }
         Ok(Ok(None)) => refuse(
             StatusCode::NOT_FOUND,
@@ -409,7 +404,7 @@ async fn decide(
     headers: HeaderMap,
     Form(f): Form<DecideForm>,
 ) -> Response {
-    let form_ok = Token::new(&page.csrf).matches(f.csrf.as_bytes());
+    let form_ok = page.csrf.matches(&f.csrf);
     if !form_ok || !same_origin(&page, &headers) {
         return refuse(
             StatusCode::FORBIDDEN,
@@ -468,7 +463,7 @@ struct LoginQuery {
 /// The sign-in form, or (`?token=`, the address printed at start-up) signing in.
 async fn login_form(State(page): State<Arc<Page>>, Query(q): Query<LoginQuery>) -> Response {
     match q.token {
-        Some(t) if page.auth.token.matches(t.as_bytes()) => signed_in(&page),
+        Some(t) if page.token.matches(t.as_bytes()) => signed_in(&page),
         Some(_) => (
             StatusCode::UNAUTHORIZED,
             axum::response::Html(html::login(true)),
@@ -488,7 +483,7 @@ async fn login(
     headers: HeaderMap,
     Form(f): Form<LoginForm>,
 ) -> Response {
-    if !same_origin(&page, &headers) || !page.auth.token.matches(f.token.as_bytes()) {
+    if !same_origin(&page, &headers) || !page.token.matches(f.token.as_bytes()) {
         tracing::warn!("review page: a sign-in with a wrong token");
         return (
             StatusCode::UNAUTHORIZED,
@@ -508,7 +503,7 @@ fn signed_in(page: &Page) -> Response {
     };
     let cookie = format!(
         "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/{secure}",
-        page.auth.cookie
+        page.session.value
     );
     match HeaderValue::from_str(&cookie) {
         Ok(v) => ([(header::SET_COOKIE, v)], Redirect::to("/")).into_response(),

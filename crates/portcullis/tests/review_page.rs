@@ -15,7 +15,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use support::{portcullis, raw_http, records, testserver, text_of, StdioProxy};
+use support::{pending, portcullis, raw_http, records, testserver, text_of, StdioProxy};
 
 /// A payload in the definition, so the page must show it as text.
 const MARKUP: &str =
@@ -194,20 +194,6 @@ async fn tool(p: &StdioProxy) -> Value {
         .expect("unit_convert listed")
 }
 
-fn pending(state: &Path) -> Vec<Value> {
-    let out = Command::new(portcullis())
-        .args(["review", "--state"])
-        .arg(state)
-        .args(["list", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 async fn text(c: &Client, css: &str) -> String {
     c.find(Locator::Css(css))
         .await
@@ -215,6 +201,40 @@ async fn text(c: &Client, css: &str) -> String {
         .text()
         .await
         .unwrap()
+}
+
+/// `GET PATH` to the page at `addr` with `Host: host` and the header lines `extra`.
+fn get(addr: &str, host: &str, extra: &str, path: &str) -> (u16, String) {
+    raw_http(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n"),
+    )
+}
+
+/// A form `POST PATH`, as `get`.
+fn post_form(addr: &str, host: &str, extra: &str, path: &str, form: &str) -> (u16, String) {
+    raw_http(
+        addr,
+        &format!(
+            "POST {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Type: \
+             application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
+            form.len()
+        ),
+    )
+}
+
+/// The decision form's own value, read from an item page.
+fn csrf_of(body: &str) -> String {
+    body.split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("the form carries its value")
+        .to_string()
+}
+
+/// Whether the browser's address ends with `suffix`.
+async fn at(c: &Client, suffix: &str) -> bool {
+    c.current_url().await.unwrap().as_str().ends_with(suffix)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -227,7 +247,7 @@ async fn a_rug_pull_is_approved_in_a_real_browser_and_the_gateway_releases_it() 
 
     // Not signed in: the sign-in form. The printed address signs in.
     c.goto(&page.url).await.unwrap();
-    assert!(c.current_url().await.unwrap().as_str().ends_with("/login"));
+    assert!(at(&c, "/login").await);
     c.goto(page.signin.as_deref().unwrap()).await.unwrap();
     // The queue lists the item; open it.
     let link = c
@@ -237,12 +257,7 @@ async fn a_rug_pull_is_approved_in_a_real_browser_and_the_gateway_releases_it() 
     assert_eq!(link.text().await.unwrap(), id.to_string());
     link.click().await.unwrap();
     c.wait().for_element(Locator::Css("#status")).await.unwrap();
-    assert!(c
-        .current_url()
-        .await
-        .unwrap()
-        .as_str()
-        .ends_with(&format!("/item/{id}")));
+    assert!(at(&c, &format!("/item/{id}")).await);
     assert_eq!(text(&c, "#status").await, "pending");
 
     // Old and new side by side, the description marked as changed on both.
@@ -294,12 +309,7 @@ async fn a_rug_pull_is_approved_in_a_real_browser_and_the_gateway_releases_it() 
         .for_element(Locator::Css("#message"))
         .await
         .expect("the item page after the decision");
-    assert!(c
-        .current_url()
-        .await
-        .unwrap()
-        .as_str()
-        .ends_with(&format!("/item/{id}?done=1")));
+    assert!(at(&c, &format!("/item/{id}?done=1")).await);
     assert_eq!(text(&c, "#status").await, "approved");
     assert!(text(&c, "#message").await.contains("Decision recorded"));
     assert!(
@@ -345,7 +355,7 @@ async fn with_a_token_the_browser_signs_in_and_a_wrong_token_is_refused() {
     let driver = Driver::start();
     let c = driver.browser().await;
     c.goto(&page.url).await.unwrap();
-    assert!(c.current_url().await.unwrap().as_str().ends_with("/login"));
+    assert!(at(&c, "/login").await);
     for (token, ok) in [("wrong", false), ("correct horse battery staple", true)] {
         let field = c.find(Locator::Css("#token")).await.unwrap();
         field.clear().await.unwrap();
@@ -375,21 +385,11 @@ async fn with_a_token_the_browser_signs_in_and_a_wrong_token_is_refused() {
         }
     }
     // Without the cookie or the token, nothing but the sign-in form.
-    let (status, _) = raw_http(
-        &page.addr(),
-        &format!(
-            "GET /item/{id} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            page.addr()
-        ),
-    );
+    let addr = page.addr();
+    let (status, _) = get(&addr, &addr, "", &format!("/item/{id}"));
     assert_eq!(status, 303);
-    let (status, body) = raw_http(
-        &page.addr(),
-        &format!(
-            "GET /item/{id} HTTP/1.1\r\nHost: {}\r\nAuthorization: bearer correct horse battery staple\r\nConnection: close\r\n\r\n",
-            page.addr()
-        ),
-    );
+    let bearer = "Authorization: bearer correct horse battery staple\r\n";
+    let (status, body) = get(&addr, &addr, bearer, &format!("/item/{id}"));
     assert_eq!(status, 200, "{body}");
     c.close().await.unwrap();
 }
@@ -401,45 +401,18 @@ async fn a_decision_from_another_origin_or_host_is_refused_and_nothing_is_decide
     let page = ReviewPage::start(&p.state, &["--listen", "127.0.0.1:0"], &[]);
     let addr = page.addr();
     let auth = format!("Authorization: Bearer {}\r\n", page.token());
-    // The form's own token, read from the page.
-    let (_, body) = raw_http(
-        &addr,
-        &format!("GET /item/{id} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"),
-    );
-    let csrf = body
-        .split("name=\"csrf\" value=\"")
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .expect("the form carries its token")
-        .to_string();
+    let item = format!("/item/{id}");
+    // The form's own value, read from the page.
+    let csrf = csrf_of(&get(&addr, &addr, &auth, &item).1);
     let post = |host: &str, extra: &str, form: &str| {
-        raw_http(
-            &addr,
-            &format!(
-                "POST /item/{id} HTTP/1.1\r\nHost: {host}\r\n{auth}{extra}Content-Type: \
-                 application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
-                form.len()
-            ),
-        )
+        post_form(&addr, host, &format!("{auth}{extra}"), &item, form)
     };
     let good = format!("csrf={csrf}&decision=approve&note=");
     // Another user of the machine, without the token: nothing.
-    let (s, _) = raw_http(
-        &addr,
-        &format!(
-            "POST /item/{id} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: \
-             application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{good}",
-            good.len()
-        ),
-    );
+    let (s, _) = post_form(&addr, &addr, "", &item, &good);
     assert_eq!(s, 401);
     // A link that claims a decision on an undecided item is not believed.
-    let (_, body) = raw_http(
-        &addr,
-        &format!(
-            "GET /item/{id}?done=1 HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
-        ),
-    );
+    let (_, body) = get(&addr, &addr, &auth, &format!("{item}?done=1"));
     assert!(!body.contains("Decision recorded"), "{body}");
     // A page on another site posting to the loopback page (CSRF).
     let (s, _) = post(&addr, "Origin: http://evil.example\r\n", &good);
@@ -520,14 +493,13 @@ async fn behind_a_tls_proxy_the_public_origin_is_accepted_and_the_cookie_is_secu
     let addr = page.addr();
     // As the proxy forwards it: the public Host.
     let form = format!("token={}", token.replace(' ', "+"));
-    let (s, head) = raw_http(
+    let public = "review.example.org";
+    let (s, head) = post_form(
         &addr,
-        &format!(
-            "POST /login HTTP/1.1\r\nHost: review.example.org\r\nOrigin: https://review.example.org\r\n\
-             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\
-             Connection: close\r\n\r\n{form}",
-            form.len()
-        ),
+        public,
+        "Origin: https://review.example.org\r\n",
+        "/login",
+        &form,
     );
     assert_eq!(s, 303, "{head}");
     let cookie = head
@@ -536,21 +508,11 @@ async fn behind_a_tls_proxy_the_public_origin_is_accepted_and_the_cookie_is_secu
         .expect("a session cookie");
     assert!(cookie.ends_with("; Secure"), "{cookie}");
     let session = cookie.split(';').next().unwrap();
-    let (s, body) = raw_http(
-        &addr,
-        &format!(
-            "GET /item/{id} HTTP/1.1\r\nHost: review.example.org\r\nCookie: {session}\r\n\
-             Connection: close\r\n\r\n"
-        ),
-    );
+    let cookie = format!("Cookie: {session}\r\n");
+    let (s, body) = get(&addr, public, &cookie, &format!("/item/{id}"));
     assert_eq!(s, 200, "{body}");
     // Another name is still refused.
-    let (s, _) = raw_http(
-        &addr,
-        &format!(
-            "GET / HTTP/1.1\r\nHost: other.example.org\r\nCookie: {session}\r\nConnection: close\r\n\r\n"
-        ),
-    );
+    let (s, _) = get(&addr, "other.example.org", &cookie, "/");
     assert_eq!(s, 403);
 }
 
@@ -601,26 +563,11 @@ async fn a_held_call_waiting_for_its_decision_goes_on_when_the_page_approves_it(
     let page = ReviewPage::start(&state, &["--listen", "127.0.0.1:0"], &[]);
     let addr = page.addr();
     let auth = format!("Authorization: Bearer {}\r\n", page.token());
-    let (_, body) = raw_http(
-        &addr,
-        &format!("GET /item/{id} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"),
-    );
+    let item = format!("/item/{id}");
+    let (_, body) = get(&addr, &addr, &auth, &item);
     assert!(body.contains("call"), "{body}");
-    let csrf = body
-        .split("name=\"csrf\" value=\"")
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .unwrap()
-        .to_string();
-    let form = format!("csrf={csrf}&decision=approve&note=checked");
-    let (s, _) = raw_http(
-        &addr,
-        &format!(
-            "POST /item/{id} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: \
-             application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
-            form.len()
-        ),
-    );
+    let form = format!("csrf={}&decision=approve&note=checked", csrf_of(&body));
+    let (s, _) = post_form(&addr, &addr, &auth, &item, &form);
     assert_eq!(s, 303);
     let r = tokio::time::timeout(Duration::from_secs(30), waiting)
         .await

@@ -9,7 +9,7 @@ use rmcp::model::{ErrorData as McpError, ReadResourceRequestParams};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
-use support::{records, testserver, text_of, StdioProxy};
+use support::{pending, records, review, testserver, text_of, StdioProxy};
 
 type Proxy = StdioProxy;
 
@@ -108,23 +108,6 @@ async fn tool(p: &Proxy, name: &str) -> Option<Value> {
 /// Wait until the client has been told `n` times that the tool list changed.
 async fn list_changed(p: &Proxy, n: usize) {
     p.notified("notifications/tools/list_changed", n).await
-}
-
-/// `portcullis review --state STATE ARGS`; its stdout, and it must succeed.
-fn review(state: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_portcullis"))
-        .arg("review")
-        .arg("--state")
-        .arg(state)
-        .args(args)
-        .output()
-        .expect("run portcullis review");
-    assert!(
-        out.status.success(),
-        "review {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 fn review_json(state: &Path, id: i64) -> Value {
@@ -824,14 +807,6 @@ fn review_records(log: &Path) -> Vec<Value> {
     records(log)
         .into_iter()
         .filter(|r| r["stages"][0]["name"] == "review")
-        .collect()
-}
-
-/// The pending review items (`review list --json`).
-fn pending(state: &Path) -> Vec<Value> {
-    review(state, &["list", "--json"])
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
 

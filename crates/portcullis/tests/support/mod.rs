@@ -30,6 +30,31 @@ pub fn raw_http(addr: &str, request: &str) -> (u16, String) {
     (status, resp)
 }
 
+/// `portcullis review --state STATE ARGS`; its stdout, and it must succeed.
+pub fn review(state: &Path, args: &[&str]) -> String {
+    let out = Command::new(portcullis())
+        .arg("review")
+        .arg("--state")
+        .arg(state)
+        .args(args)
+        .output()
+        .expect("run portcullis review");
+    assert!(
+        out.status.success(),
+        "review {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The pending review items (`review list --json`).
+pub fn pending(state: &Path) -> Vec<Value> {
+    review(state, &["list", "--json"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// The `portcullis` binary under test.
 pub fn portcullis() -> String {
     env!("CARGO_BIN_EXE_portcullis").to_string()
