@@ -295,8 +295,10 @@ fn findings(b: &mut String, fs: &Value) {
             esc(f["rule"].as_str().unwrap_or("?")),
             esc(f["severity"].as_str().unwrap_or("?")),
             esc(f["path"].as_str().unwrap_or("$")),
-            f["span"]["start"],
-            f["span"]["end"],
+            // Numbers the gateway wrote; escaped all the same, as the stored
+            // JSON is whatever the store holds.
+            esc(&f["span"]["start"].to_string()),
+            esc(&f["span"]["end"].to_string()),
             esc(f["excerpt"].as_str().unwrap_or(""))
         );
     }
@@ -425,7 +427,7 @@ mod tests {
             record_id: "r1".into(),
             summary: "changed <img src=x onerror=alert(1)>".into(),
             findings: json!([{"rule": "x", "severity": "high", "path": "$.description",
-                "span": {"start": 0, "end": 3}, "excerpt": "<script>alert(2)</script>"}]),
+                "span": {"start": 0, "end": "<b>3</b>"}, "excerpt": "<script>alert(2)</script>"}]),
             diff,
             detail: json!({"definition": def, "previous_definition": old}),
             allow_keys: vec![],
