@@ -3,10 +3,13 @@
 # every package is there, it only prints their versions):
 #
 #   chromium, chromium-driver   the review page's browser test (tests/review_page.rs)
+#   postgresql                  the shared state store's tests: each starts a throw-away
+#                               cluster (initdb + pg_ctl; portcullis-testkit/src/pg.rs),
+#                               never the package's own
 #
 # Needs root for apt-get (or sudo); says what to run otherwise.
 set -euo pipefail
-PKGS=(chromium chromium-driver)
+PKGS=(chromium chromium-driver postgresql)
 say() { printf 'setup-debian: %s\n' "$*" >&2; }
 missing=()
 for p in "${PKGS[@]}"; do

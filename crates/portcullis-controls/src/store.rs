@@ -1,17 +1,26 @@
-//! The structural controls' persistent state: one SQLite file holding the pins
-//! (trust on first use), the human review queue and the allowlist that
-//! "remember" decisions write.
+//! The structural controls' persistent state: the pins (trust on first use), the
+//! human review queue, the allowlist that "remember" decisions write, taint labels
+//! and launch records.
+//!
+//! [`Store`] is the one type callers use; behind it is a [`Backend`]: an embedded
+//! SQLite file ([`sqlite`], the default, one machine) or a PostgreSQL database
+//! ([`pg`], several gateways sharing one state). Both keep the same tables
+//! and answer the same questions; where two gateways (or a gateway and a reviewer)
+//! can race, each backend makes the read-then-write one transaction.
 //!
 //! Nothing the gateway decides on is cached in memory: every check is a query, so
-//! a `portcullis review approve` from another process is seen by a running gateway
-//! on its next check, and everything survives a restart.
+//! a `portcullis review approve` from another process (or another gateway) is seen
+//! by a running gateway on its next check, and everything survives a restart. The
+//! one exception is the taint labels, which a gateway holds in memory and, on a
+//! shared store, refreshes from it before each egress check
+//! ([`Store::taint_since`]).
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+mod pg;
+mod sqlite;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -30,11 +39,12 @@ pub enum StoreError {
     Decided { id: i64, status: String },
     #[error("the decision record of review item {id} could not be written, so nothing was decided: {message}")]
     Record { id: i64, message: String },
-    #[error("state store {path}: schema version {found}, newer than this portcullis knows ({known}): it was written by a newer release; run that release (or a newer one) against it, or give this one another store (`[state] path`)")]
-    NewerSchema {
-        path: PathBuf,
-        found: i64,
-        known: i64,
+    #[error("state store {at}: schema version {found}, newer than this portcullis knows ({known}): it was written by a newer release; run that release (or a newer one) against it, or give this one another store (`[state] path` or `url`)")]
+    NewerSchema { at: String, found: i64, known: i64 },
+    #[error("state store {url}: {source} (is the PostgreSQL server up, and may the URL's user connect and create tables? `[state] url` in the gateway configuration names it)")]
+    Postgres {
+        url: String,
+        source: postgres::Error,
     },
 }
 
@@ -133,181 +143,247 @@ pub const PENDING: &str = "pending";
 pub const APPROVED: &str = "approved";
 pub const DENIED: &str = "denied";
 
-/// The state store (one connection; SQLite serializes writers across processes).
+/// Where a state store is: a SQLite file or a PostgreSQL URL.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Location {
+    Sqlite(PathBuf),
+    /// A `postgres://` or `postgresql://` URL (or a libpq key=value string).
+    Postgres(String),
+}
+
+impl Location {
+    /// A store named on a command line: a PostgreSQL URL or a file path.
+    pub fn parse(s: &str) -> Location {
+        if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+            Location::Postgres(s.to_string())
+        } else {
+            Location::Sqlite(PathBuf::from(s))
+        }
+    }
+
+    /// Whether there is a store to open without creating one (a database server
+    /// is assumed to exist: connecting says otherwise).
+    pub fn exists(&self) -> bool {
+        match self {
+            Location::Sqlite(p) => p.exists(),
+            Location::Postgres(_) => true,
+        }
+    }
+}
+
+/// A URL as logs and errors may show it: the password replaced by `***`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        // key=value form: drop a password=… pair.
+        return url
+            .split_whitespace()
+            .map(|kv| {
+                if kv.starts_with("password=") {
+                    "password=***"
+                } else {
+                    kv
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+    };
+    let (auth, host) = match rest.rfind('@') {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => return url.to_string(),
+    };
+    let shown_auth = match auth.split_once(':') {
+        Some((user, _)) => format!("{user}:***"),
+        None => auth.to_string(),
+    };
+    let mut out = format!("{scheme}://{shown_auth}@{host}");
+    // A password may also ride in the query.
+    if let Some(q) = out.find("password=") {
+        let end = out[q..].find('&').map_or(out.len(), |e| q + e);
+        out.replace_range(q + "password=".len()..end, "***");
+    }
+    out
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(p) => write!(f, "{}", p.display()),
+            Location::Postgres(u) => f.write_str(&redact_url(u)),
+        }
+    }
+}
+
+impl std::fmt::Debug for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+/// The schema version this code writes (SQLite's `user_version`; PostgreSQL's
+/// `portcullis_schema` table). Each released SQLite schema is a fixture of
+/// `tests/store_migrations.rs`, opened and used by this code: 1 (pins, queue,
+/// allow), 2 (+ meta), 3 (+ taint), 4 (+ launches, pins.launch). Stores before 4
+/// carry no version (0); every change so far added tables or a column, so opening
+/// one creates what is missing. PostgreSQL stores start at 4.
+pub const SCHEMA_VERSION: i64 = 4;
+
+/// A pin to write.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PinWrite<'a> {
+    pub server: &'a str,
+    pub kind: &'a str,
+    pub name: &'a str,
+    pub hash: &'a str,
+    pub definition: &'a Value,
+    pub launch: Option<&'a str>,
+}
+
+/// What deciding a pending item writes, planned by [`Store::decide`] from the item
+/// (inside the backend's transaction, once the item is known to be pending).
+#[derive(Debug)]
+pub(crate) struct Decision {
+    pub status: &'static str,
+    pub note: Option<String>,
+    pub remember: bool,
+    pub now: String,
+    /// Approving a definition re-pins it: (kind, hash, definition, launch).
+    pub pin: Option<(String, String, Value, Option<String>)>,
+    /// Allowlist rows `(list:kind, key)` a "remember" writes.
+    pub allow: Vec<(String, String)>,
+    /// The decision record, already in the audit log.
+    pub record: Value,
+}
+
+/// A taint label as written: the digest and what is kept of the value.
+#[derive(Debug)]
+pub(crate) struct TaintRow<'a> {
+    pub digest: String,
+    /// `None` for a sensitive value (kept by digest only).
+    pub value: Option<&'a str>,
+    pub hint: String,
+    pub label: &'a crate::taint::Label,
+}
+
+/// What a state backend does. [`Store`] wraps one; the logic shared by every
+/// backend (what a decision writes, what a taint row keeps) is there, the SQL is here.
+pub(crate) trait Backend: Send + Sync {
+    fn pin(&self, server: &str, kind: &str, name: &str) -> Result<Option<Pin>, StoreError>;
+    fn pins(&self, server: &str, kind: &str) -> Result<Vec<Pin>, StoreError>;
+    fn set_pin(&self, p: PinWrite<'_>) -> Result<(), StoreError>;
+    /// Pin unless a pin exists; the existing pin if one does (first use, raced).
+    fn pin_first(&self, p: PinWrite<'_>) -> Result<Option<Pin>, StoreError>;
+    fn set_pin_launch(
+        &self,
+        server: &str,
+        kind: &str,
+        name: &str,
+        launch: &str,
+    ) -> Result<(), StoreError>;
+    /// Record the launch (hash, JSON) as the newest of `server`; the newest before
+    /// it (hash, JSON), if any.
+    fn record_launch(
+        &self,
+        server: &str,
+        hash: &str,
+        launch: &str,
+    ) -> Result<Option<(String, String)>, StoreError>;
+    fn launch(&self, server: &str, hash: &str) -> Result<Option<String>, StoreError>;
+    fn enqueue(&self, item: &NewItem) -> Result<(QueueItem, bool), StoreError>;
+    fn item(&self, id: i64) -> Result<Option<QueueItem>, StoreError>;
+    fn latest(
+        &self,
+        kind: &str,
+        server: &str,
+        name: &str,
+        fingerprint: &str,
+    ) -> Result<Option<QueueItem>, StoreError>;
+    fn pending_count(&self) -> Result<usize, StoreError>;
+    fn list(&self, all: bool) -> Result<Vec<QueueItem>, StoreError>;
+    /// Lock item `id`; unless it is missing or decided, write what `plan` says
+    /// and commit, all in one transaction.
+    fn decide(
+        &self,
+        id: i64,
+        plan: &mut (dyn FnMut(&QueueItem) -> Result<Decision, StoreError> + Send),
+    ) -> Result<QueueItem, StoreError>;
+    fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError>;
+    fn meta(&self, key: &str) -> Result<Option<String>, StoreError>;
+    fn take_call_approval(
+        &self,
+        server: &str,
+        name: &str,
+        fingerprint: &str,
+    ) -> Result<Option<QueueItem>, StoreError>;
+    fn remembered(
+        &self,
+        list_kind: &str,
+        server: &str,
+        name: &str,
+        key: &str,
+    ) -> Result<bool, StoreError>;
+    fn put_taint(
+        &self,
+        rows: &[TaintRow<'_>],
+        seen: u64,
+        max: usize,
+        expire_before: u64,
+    ) -> Result<(), StoreError>;
+    fn taint_labels(&self, max: usize, expire_before: u64) -> Result<Vec<StoredLabel>, StoreError>;
+    /// Labels written (by anyone) after `cursor`, with the new cursor; `None`
+    /// when the backend is not shared between gateways.
+    fn taint_since(&self, cursor: i64) -> Result<Option<(Vec<StoredLabel>, i64)>, StoreError>;
+}
+
+/// The state store.
 pub struct Store {
-    conn: Mutex<Connection>,
-    path: PathBuf,
+    backend: Box<dyn Backend>,
+    location: Location,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.path).finish()
+        f.debug_struct("Store")
+            .field("location", &self.location)
+            .finish()
     }
-}
-
-/// The schema version this code writes, kept in SQLite's `user_version`. Each
-/// released schema is a fixture of `tests/store_migrations.rs`, opened and used
-/// by this code: 1 (pins, queue, allow), 2 (+ meta), 3 (+ taint), 4 (+ launches,
-/// pins.launch). Stores before 4 carry no version (0); every change so far added
-/// tables or a column, so opening one creates what is missing.
-pub const SCHEMA_VERSION: i64 = 4;
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS pins (
-    server TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,
-    hash TEXT NOT NULL, definition TEXT NOT NULL, pinned_at TEXT NOT NULL,
-    PRIMARY KEY (server, kind, name));
-CREATE TABLE IF NOT EXISTS queue (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    created TEXT NOT NULL, kind TEXT NOT NULL, server TEXT NOT NULL, name TEXT NOT NULL,
-    fingerprint TEXT NOT NULL, status TEXT NOT NULL, record_id TEXT NOT NULL,
-    summary TEXT NOT NULL, findings TEXT NOT NULL, diff TEXT NOT NULL, detail TEXT NOT NULL,
-    allow_keys TEXT NOT NULL, record TEXT NOT NULL,
-    note TEXT, decided_at TEXT, remember INTEGER NOT NULL DEFAULT 0,
-    used INTEGER NOT NULL DEFAULT 0, decision TEXT);
-CREATE INDEX IF NOT EXISTS queue_subject ON queue (kind, server, name, fingerprint);
-CREATE TABLE IF NOT EXISTS allow (
-    kind TEXT NOT NULL, server TEXT NOT NULL, name TEXT NOT NULL, key TEXT NOT NULL,
-    note TEXT, created TEXT NOT NULL, queue_id INTEGER,
-    PRIMARY KEY (kind, server, name, key));
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS taint (
-    digest TEXT PRIMARY KEY, value TEXT, hint TEXT NOT NULL,
-    server TEXT NOT NULL, tool TEXT NOT NULL, record_id TEXT NOT NULL,
-    sensitive INTEGER NOT NULL, source TEXT NOT NULL, seen INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS taint_seen ON taint (seen);
-CREATE TABLE IF NOT EXISTS launches (
-    server TEXT NOT NULL, hash TEXT NOT NULL, launch TEXT NOT NULL,
-    first_seen TEXT NOT NULL, last_seen TEXT NOT NULL, seq INTEGER NOT NULL,
-    PRIMARY KEY (server, hash));
-";
-
-const ITEM_COLUMNS: &str = "id, created, kind, server, name, fingerprint, status, record_id, \
-summary, findings, diff, detail, allow_keys, record, note, decided_at, remember, used, decision";
-
-fn json_col(s: String) -> Value {
-    serde_json::from_str(&s).unwrap_or(Value::Null)
-}
-
-fn item_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<QueueItem> {
-    Ok(QueueItem {
-        id: row.get(0)?,
-        created: row.get(1)?,
-        kind: row.get(2)?,
-        server: row.get(3)?,
-        name: row.get(4)?,
-        fingerprint: row.get(5)?,
-        status: row.get(6)?,
-        record_id: row.get(7)?,
-        summary: row.get(8)?,
-        findings: json_col(row.get(9)?),
-        diff: json_col(row.get(10)?),
-        detail: json_col(row.get(11)?),
-        allow_keys: serde_json::from_str(&row.get::<_, String>(12)?).unwrap_or_default(),
-        record: json_col(row.get(13)?),
-        note: row.get(14)?,
-        decided_at: row.get(15)?,
-        remember: row.get::<_, i64>(16)? != 0,
-        used: row.get(17)?,
-        decision: row
-            .get::<_, Option<String>>(18)?
-            .map(json_col)
-            .unwrap_or(Value::Null),
-    })
 }
 
 impl Store {
-    /// Open (or create) the store.
+    /// Open (or create) a SQLite store.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::Io {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })?;
-        }
-        let sq = |source| StoreError::Sqlite {
-            path: path.to_path_buf(),
-            source,
+        Store::connect(&Location::Sqlite(path.to_path_buf()))
+    }
+
+    /// Open (or create) the store at `location`; its schema is created or
+    /// brought up to [`SCHEMA_VERSION`] first.
+    pub fn connect(location: &Location) -> Result<Store, StoreError> {
+        let backend: Box<dyn Backend> = match location {
+            Location::Sqlite(p) => Box::new(sqlite::SqliteBackend::open(p)?),
+            Location::Postgres(u) => Box::new(pg::PgBackend::connect(u)?),
         };
-        let conn = Connection::open(path).map_err(sq)?;
-        conn.busy_timeout(Duration::from_secs(10)).map_err(sq)?;
-        // Before anything is written: a newer release's store is not touched.
-        let found: i64 = conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(sq)?;
-        if found > SCHEMA_VERSION {
-            return Err(StoreError::NewerSchema {
-                path: path.to_path_buf(),
-                found,
-                known: SCHEMA_VERSION,
-            });
-        }
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(sq)?;
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(sq)?;
-        conn.execute_batch(SCHEMA).map_err(sq)?;
-        // Stores written before launch records: pins gain the launch they were
-        // made under (unknown for the old ones).
-        let has_launch: bool = conn
-            .query_row(
-                "SELECT count(*) FROM pragma_table_info('pins') WHERE name = 'launch'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .map_err(sq)?
-            > 0;
-        if !has_launch {
-            conn.execute_batch("ALTER TABLE pins ADD COLUMN launch TEXT")
-                .map_err(sq)?;
-        }
-        if found < SCHEMA_VERSION {
-            conn.pragma_update(None, "user_version", SCHEMA_VERSION)
-                .map_err(sq)?;
-        }
         Ok(Store {
-            conn: Mutex::new(conn),
-            path: path.to_path_buf(),
+            backend,
+            location: location.clone(),
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    pub fn location(&self) -> &Location {
+        &self.location
     }
 
-    fn with<T>(
-        &self,
-        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut conn).map_err(|source| StoreError::Sqlite {
-            path: self.path.clone(),
-            source,
-        })
+    /// Whether other gateways may share this store (their taint labels are
+    /// then read back before each egress check).
+    pub fn is_shared(&self) -> bool {
+        matches!(self.location, Location::Postgres(_))
     }
 
     pub fn pin(&self, server: &str, kind: &str, name: &str) -> Result<Option<Pin>, StoreError> {
-        self.with(|c| {
-            c.query_row(
-                "SELECT server, kind, name, hash, definition, pinned_at, launch FROM pins
-                 WHERE server = ?1 AND kind = ?2 AND name = ?3",
-                params![server, kind, name],
-                pin_of,
-            )
-            .optional()
-        })
+        self.backend.pin(server, kind, name)
     }
 
     /// Every pin of one server and kind.
     pub fn pins(&self, server: &str, kind: &str) -> Result<Vec<Pin>, StoreError> {
-        self.with(|c| {
-            let mut st = c.prepare(
-                "SELECT server, kind, name, hash, definition, pinned_at, launch FROM pins
-                 WHERE server = ?1 AND kind = ?2 ORDER BY name",
-            )?;
-            let rows = st.query_map(params![server, kind], pin_of)?;
-            rows.collect()
-        })
+        self.backend.pins(server, kind)
     }
 
     /// Pin a definition, under the launch (hash) the server runs with now.
@@ -320,7 +396,36 @@ impl Store {
         definition: &Value,
         launch: Option<&str>,
     ) -> Result<(), StoreError> {
-        self.with(|c| upsert_pin(c, server, kind, name, hash, definition, launch).map(|_| ()))
+        self.backend.set_pin(PinWrite {
+            server,
+            kind,
+            name,
+            hash,
+            definition,
+            launch,
+        })
+    }
+
+    /// Pin a definition seen for the first time, unless another gateway (or
+    /// process) pinned one under this name first: then that pin is returned and
+    /// nothing is written, so of two versions seen at once only one is trusted.
+    pub fn pin_first(
+        &self,
+        server: &str,
+        kind: &str,
+        name: &str,
+        hash: &str,
+        definition: &Value,
+        launch: Option<&str>,
+    ) -> Result<Option<Pin>, StoreError> {
+        self.backend.pin_first(PinWrite {
+            server,
+            kind,
+            name,
+            hash,
+            definition,
+            launch,
+        })
     }
 
     /// A pinned definition seen unchanged under another launch: the pin now
@@ -333,13 +438,7 @@ impl Store {
         name: &str,
         launch: &str,
     ) -> Result<(), StoreError> {
-        self.with(|c| {
-            c.execute(
-                "UPDATE pins SET launch = ?4 WHERE server = ?1 AND kind = ?2 AND name = ?3",
-                params![server, kind, name, launch],
-            )
-            .map(|_| ())
-        })
+        self.backend.set_pin_launch(server, kind, name, launch)
     }
 
     /// Record that `server` starts with `launch` now. Returns the launch it
@@ -351,28 +450,10 @@ impl Store {
     ) -> Result<Option<(String, crate::launch::Launch)>, StoreError> {
         let hash = launch.hash();
         let text = serde_json::to_string(launch).unwrap_or_else(|_| "{}".into());
-        self.with(|c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let last: Option<(String, String)> = tx
-                .query_row(
-                    "SELECT hash, launch FROM launches WHERE server = ?1 ORDER BY seq DESC LIMIT 1",
-                    params![server],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()?;
-            let now = portcullis_core::now_rfc3339();
-            tx.execute(
-                "INSERT INTO launches (server, hash, launch, first_seen, last_seen, seq)
-                 VALUES (?1, ?2, ?3, ?4, ?4, (SELECT coalesce(max(seq), 0) + 1 FROM launches))
-                 ON CONFLICT (server, hash) DO UPDATE SET last_seen = excluded.last_seen,
-                   seq = excluded.seq",
-                params![server, hash, text, now],
-            )?;
-            tx.commit()?;
-            Ok(last
-                .filter(|(h, _)| *h != hash)
-                .and_then(|(h, l)| serde_json::from_str(&l).ok().map(|l| (h, l))))
-        })
+        let last = self.backend.record_launch(server, &hash, &text)?;
+        Ok(last
+            .filter(|(h, _)| *h != hash)
+            .and_then(|(h, l)| serde_json::from_str(&l).ok().map(|l| (h, l))))
     }
 
     /// A launch of `server` by its hash.
@@ -381,76 +462,20 @@ impl Store {
         server: &str,
         hash: &str,
     ) -> Result<Option<crate::launch::Launch>, StoreError> {
-        self.with(|c| {
-            c.query_row(
-                "SELECT launch FROM launches WHERE server = ?1 AND hash = ?2",
-                params![server, hash],
-                |r| r.get::<_, String>(0),
-            )
-            .optional()
-        })
-        .map(|t| t.and_then(|t| serde_json::from_str(&t).ok()))
+        Ok(self
+            .backend
+            .launch(server, hash)?
+            .and_then(|t| serde_json::from_str(&t).ok()))
     }
 
     /// File an item, unless one for the same subject and fingerprint is already
     /// pending (then that one is returned). Returns the item and whether it is new.
     pub fn enqueue(&self, item: NewItem) -> Result<(QueueItem, bool), StoreError> {
-        self.with(|c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let existing = tx
-                .query_row(
-                    &format!(
-                        "SELECT {ITEM_COLUMNS} FROM queue WHERE kind = ?1 AND server = ?2
-                         AND name = ?3 AND fingerprint = ?4 AND status = 'pending'
-                         ORDER BY id DESC LIMIT 1"
-                    ),
-                    params![item.kind, item.server, item.name, item.fingerprint],
-                    item_of,
-                )
-                .optional()?;
-            if let Some(e) = existing {
-                tx.commit()?;
-                return Ok((e, false));
-            }
-            tx.execute(
-                "INSERT INTO queue (created, kind, server, name, fingerprint, status, record_id,
-                 summary, findings, diff, detail, allow_keys, record)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                params![
-                    portcullis_core::now_rfc3339(),
-                    item.kind,
-                    item.server,
-                    item.name,
-                    item.fingerprint,
-                    item.record_id,
-                    item.summary,
-                    item.findings.to_string(),
-                    item.diff.to_string(),
-                    item.detail.to_string(),
-                    serde_json::to_string(&item.allow_keys).unwrap_or_else(|_| "[]".into()),
-                    item.record.to_string(),
-                ],
-            )?;
-            let id = tx.last_insert_rowid();
-            let e = tx.query_row(
-                &format!("SELECT {ITEM_COLUMNS} FROM queue WHERE id = ?1"),
-                params![id],
-                item_of,
-            )?;
-            tx.commit()?;
-            Ok((e, true))
-        })
+        self.backend.enqueue(&item)
     }
 
     pub fn item(&self, id: i64) -> Result<Option<QueueItem>, StoreError> {
-        self.with(|c| {
-            c.query_row(
-                &format!("SELECT {ITEM_COLUMNS} FROM queue WHERE id = ?1"),
-                params![id],
-                item_of,
-            )
-            .optional()
-        })
+        self.backend.item(id)
     }
 
     /// The newest item about this subject and fingerprint, whatever its status.
@@ -461,53 +486,27 @@ impl Store {
         name: &str,
         fingerprint: &str,
     ) -> Result<Option<QueueItem>, StoreError> {
-        self.with(|c| {
-            c.query_row(
-                &format!(
-                    "SELECT {ITEM_COLUMNS} FROM queue WHERE kind = ?1 AND server = ?2
-                     AND name = ?3 AND fingerprint = ?4 ORDER BY id DESC LIMIT 1"
-                ),
-                params![kind, server, name, fingerprint],
-                item_of,
-            )
-            .optional()
-        })
+        self.backend.latest(kind, server, name, fingerprint)
     }
 
     /// How many items are pending.
     pub fn pending_count(&self) -> Result<usize, StoreError> {
-        self.with(|c| {
-            c.query_row(
-                "SELECT COUNT(*) FROM queue WHERE status = 'pending'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-        })
-        .map(|n| usize::try_from(n).unwrap_or(0))
+        self.backend.pending_count()
     }
 
     /// Pending items (or all items), oldest first.
     pub fn list(&self, all: bool) -> Result<Vec<QueueItem>, StoreError> {
-        self.with(|c| {
-            let sql = if all {
-                format!("SELECT {ITEM_COLUMNS} FROM queue ORDER BY id")
-            } else {
-                format!("SELECT {ITEM_COLUMNS} FROM queue WHERE status = 'pending' ORDER BY id")
-            };
-            let mut st = c.prepare(&sql)?;
-            let rows = st.query_map([], item_of)?;
-            rows.collect()
-        })
+        self.backend.list(all)
     }
 
     /// Approve or deny a pending item. Approving a definition re-pins it to the
     /// held version; `remember` writes the item's allowlist keys.
     ///
     /// `record` writes the decision record of the human decision (to the audit
-    /// log) and returns it; it runs while this store's write lock is held and the
-    /// item is known to be pending, and the decision is committed only if it
-    /// succeeds: no decision without its record, and no record of a decision
-    /// another reviewer made first. The record is kept with the item too.
+    /// log) and returns it; it runs while the item is locked and known to be
+    /// pending, and the decision is committed only if it succeeds: no decision
+    /// without its record, and no record of a decision another reviewer made
+    /// first. The record is kept with the item too.
     pub fn decide<F>(
         &self,
         id: i64,
@@ -517,140 +516,81 @@ impl Store {
         record: F,
     ) -> Result<QueueItem, StoreError>
     where
-        F: FnOnce(&QueueItem) -> Result<Value, String>,
+        F: FnOnce(&QueueItem) -> Result<Value, String> + Send,
     {
-        let path = self.path.clone();
-        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let sq = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sq)?;
-        let item = tx
-            .query_row(
-                &format!("SELECT {ITEM_COLUMNS} FROM queue WHERE id = ?1"),
-                params![id],
-                item_of,
-            )
-            .optional()
-            .map_err(sq)?
-            .ok_or(StoreError::NoItem(id))?;
-        if item.status != PENDING {
-            return Err(StoreError::Decided {
-                id,
-                status: item.status,
-            });
-        }
-        let now = portcullis_core::now_rfc3339();
-        let status = if approve { APPROVED } else { DENIED };
-        if approve && item.kind == kind::DEFINITION {
-            let d = &item.detail;
-            let (Some(pin_kind), Some(hash), Some(def)) = (
-                d.get("pin_kind").and_then(Value::as_str),
-                d.get("hash").and_then(Value::as_str),
-                d.get("definition"),
-            ) else {
-                return Err(StoreError::Io {
-                    path: path.clone(),
-                    message: format!("review item {id} has no definition to pin"),
-                });
+        let at = self.location.to_string();
+        let mut record = Some(record);
+        let mut plan = |item: &QueueItem| -> Result<Decision, StoreError> {
+            let pin = if approve && item.kind == kind::DEFINITION {
+                let d = &item.detail;
+                let (Some(pin_kind), Some(hash), Some(def)) = (
+                    d.get("pin_kind").and_then(Value::as_str),
+                    d.get("hash").and_then(Value::as_str),
+                    d.get("definition"),
+                ) else {
+                    return Err(StoreError::Io {
+                        path: PathBuf::from(&at),
+                        message: format!("review item {id} has no definition to pin"),
+                    });
+                };
+                // Pinned under the launch it was seen under (a launch change's
+                // item names the new launch).
+                let launch = d.get("launch_hash").and_then(Value::as_str);
+                Some((
+                    pin_kind.to_string(),
+                    hash.to_string(),
+                    def.clone(),
+                    launch.map(str::to_string),
+                ))
+            } else {
+                None
             };
-            // Pinned under the launch it was seen under (a launch change's item
-            // names the new launch).
-            let launch = d.get("launch_hash").and_then(Value::as_str);
-            upsert_pin(&tx, &item.server, pin_kind, &item.name, hash, def, launch).map_err(sq)?;
-        }
-        if remember {
             let list = if approve { "allow" } else { "deny" };
-            for key in &item.allow_keys {
-                tx.execute(
-                    "INSERT OR REPLACE INTO allow (kind, server, name, key, note, created, queue_id)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    params![
-                        format!("{list}:{}", item.kind),
-                        item.server,
-                        item.name,
-                        key,
-                        note,
-                        now,
-                        id
-                    ],
-                )
-                .map_err(sq)?;
-            }
-        }
-        let decision = record(&item).map_err(|message| StoreError::Record { id, message })?;
-        tx.execute(
-            "UPDATE queue SET status = ?1, note = ?2, decided_at = ?3, remember = ?4, decision = ?5
-             WHERE id = ?6",
-            params![status, note, now, remember as i64, decision.to_string(), id],
-        )
-        .map_err(sq)?;
-        let out = tx
-            .query_row(
-                &format!("SELECT {ITEM_COLUMNS} FROM queue WHERE id = ?1"),
-                params![id],
-                item_of,
-            )
-            .map_err(sq)?;
-        tx.commit().map_err(sq)?;
-        Ok(out)
+            let allow = if remember {
+                item.allow_keys
+                    .iter()
+                    .map(|k| (format!("{list}:{}", item.kind), k.clone()))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let write = record.take().ok_or_else(|| StoreError::Record {
+                id,
+                message: "the decision was attempted twice".into(),
+            })?;
+            let record = write(item).map_err(|message| StoreError::Record { id, message })?;
+            Ok(Decision {
+                status: if approve { APPROVED } else { DENIED },
+                note: note.map(str::to_string),
+                remember,
+                now: portcullis_core::now_rfc3339(),
+                pin,
+                allow,
+                record,
+            })
+        };
+        self.backend.decide(id, &mut plan)
     }
 
     /// Remember a setting of the gateway that other processes need (the audit
     /// log `portcullis review` appends its decision records to).
     pub fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        self.with(|c| {
-            c.execute(
-                "INSERT INTO meta (key, value) VALUES (?1, ?2)
-                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                params![key, value],
-            )
-            .map(|_| ())
-        })
+        self.backend.set_meta(key, value)
     }
 
     pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
-        self.with(|c| {
-            c.query_row("SELECT value FROM meta WHERE key = ?1", params![key], |r| {
-                r.get(0)
-            })
-            .optional()
-        })
+        self.backend.meta(key)
     }
 
     /// An approved, not yet used call item for exactly this call: marks it used
-    /// and returns it (one approval lets one call through).
+    /// and returns it (one approval lets one call through, on one gateway).
     pub fn take_call_approval(
         &self,
         server: &str,
         name: &str,
         fingerprint: &str,
     ) -> Result<Option<QueueItem>, StoreError> {
-        self.with(|c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let found = tx
-                .query_row(
-                    &format!(
-                        "SELECT {ITEM_COLUMNS} FROM queue WHERE kind = 'call' AND server = ?1
-                         AND name = ?2 AND fingerprint = ?3 AND status = 'approved' AND used = 0
-                         ORDER BY id LIMIT 1"
-                    ),
-                    params![server, name, fingerprint],
-                    item_of,
-                )
-                .optional()?;
-            if let Some(i) = &found {
-                tx.execute(
-                    "UPDATE queue SET used = used + 1 WHERE id = ?1",
-                    params![i.id],
-                )?;
-            }
-            tx.commit()?;
-            Ok(found)
-        })
+        self.backend.take_call_approval(server, name, fingerprint)
     }
 
     /// Whether a "remember" approval (`allow`) or denial (`deny`) covers this key.
@@ -662,20 +602,10 @@ impl Store {
         name: &str,
         key: &str,
     ) -> Result<bool, StoreError> {
-        self.with(|c| {
-            c.query_row(
-                "SELECT 1 FROM allow WHERE kind = ?1 AND server = ?2 AND name = ?3
-                 AND (key = ?4 OR key = '*')",
-                params![format!("{list}:{kind}"), server, name, key],
-                |_| Ok(()),
-            )
-            .optional()
-            .map(|o| o.is_some())
-        })
+        self.backend
+            .remembered(&format!("{list}:{kind}"), server, name, key)
     }
-}
 
-impl Store {
     /// Write taint labels through (a sensitive value by its digest only), then
     /// apply the bounds: labels last seen before `expire_before` (Unix seconds;
     /// 0 = none) are deleted, and only the newest `max` are kept. A sensitive
@@ -687,84 +617,16 @@ impl Store {
         max: usize,
         expire_before: u64,
     ) -> Result<(), StoreError> {
-        self.with(|c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            {
-                // One upsert per label. A sensitive row keeps its label (and stays
-                // value-less) when a non-sensitive one of the same value comes: the
-                // upsert changes nothing then, and only its `seen` moves.
-                let mut put = tx.prepare_cached(
-                    "INSERT INTO taint
-                     (digest, value, hint, server, tool, record_id, sensitive, source, seen)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-                     ON CONFLICT (digest) DO UPDATE SET
-                       value = excluded.value, hint = excluded.hint,
-                       server = excluded.server, tool = excluded.tool,
-                       record_id = excluded.record_id, sensitive = excluded.sensitive,
-                       source = excluded.source, seen = excluded.seen
-                     WHERE NOT (taint.sensitive = 1 AND excluded.sensitive = 0)",
-                )?;
-                let mut touch =
-                    tx.prepare_cached("UPDATE taint SET seen = ?1 WHERE digest = ?2")?;
-                for (value, l) in labels {
-                    let digest = portcullis_core::sha256_hex(value.as_bytes());
-                    let changed = put.execute(params![
-                        digest,
-                        (!l.sensitive).then_some(value.as_str()),
-                        crate::taint::hint(value),
-                        l.server,
-                        l.tool,
-                        l.record_id,
-                        l.sensitive as i64,
-                        l.source,
-                        seen as i64
-                    ])?;
-                    if changed == 0 {
-                        touch.execute(params![seen as i64, digest])?;
-                    }
-                }
-            }
-            if expire_before > 0 {
-                tx.execute(
-                    "DELETE FROM taint WHERE seen < ?1",
-                    params![expire_before as i64],
-                )?;
-            }
-            // Drop rows beyond `max` (a count, then only what is over: cheap in
-            // the common case of nothing to drop) as the in-memory store does
-            // (`TaintStore::trim`): from the server holding the most rows, down
-            // to the next largest holder at most per round, its non-sensitive
-            // rows first and oldest first, so a server's flood drops its own
-            // labels, never another server's share.
-            let rows: i64 = tx.query_row("SELECT count(*) FROM taint", [], |r| r.get(0))?;
-            let mut over = rows - max as i64;
-            while over > 0 {
-                let holders: Vec<(String, i64)> = {
-                    let mut st = tx.prepare_cached(
-                        "SELECT server, count(*) AS n FROM taint GROUP BY server
-                         ORDER BY n DESC, server ASC LIMIT 2",
-                    )?;
-                    let it = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-                    it.collect::<rusqlite::Result<_>>()?
-                };
-                let Some((server, n)) = holders.first().cloned() else {
-                    break;
-                };
-                let next = holders.get(1).map_or(0, |h| h.1);
-                let k = over.min((n - next).max(1));
-                let gone = tx.execute(
-                    "DELETE FROM taint WHERE rowid IN
-                     (SELECT rowid FROM taint WHERE server = ?1
-                      ORDER BY sensitive ASC, seen ASC, rowid ASC LIMIT ?2)",
-                    params![server, k],
-                )?;
-                if gone == 0 {
-                    break;
-                }
-                over -= gone as i64;
-            }
-            tx.commit()
-        })
+        let rows: Vec<TaintRow<'_>> = labels
+            .iter()
+            .map(|(value, l)| TaintRow {
+                digest: portcullis_core::sha256_hex(value.as_bytes()),
+                value: (!l.sensitive).then_some(value.as_str()),
+                hint: crate::taint::hint(value),
+                label: l,
+            })
+            .collect();
+        self.backend.put_taint(&rows, seen, max, expire_before)
     }
 
     /// The newest `max` taint labels last seen at or after `expire_before`
@@ -774,75 +636,26 @@ impl Store {
         max: usize,
         expire_before: u64,
     ) -> Result<Vec<StoredLabel>, StoreError> {
-        self.with(|c| {
-            let mut st = c.prepare(
-                "SELECT digest, value, hint, server, tool, record_id, sensitive, source, seen
-                 FROM taint WHERE seen >= ?1 ORDER BY seen DESC, rowid DESC LIMIT ?2",
-            )?;
-            let rows = st.query_map(params![expire_before as i64, max as i64], |r| {
-                Ok(StoredLabel {
-                    digest: r.get(0)?,
-                    value: r.get(1)?,
-                    hint: r.get(2)?,
-                    label: crate::taint::Label {
-                        server: r.get(3)?,
-                        tool: r.get(4)?,
-                        record_id: r.get(5)?,
-                        sensitive: r.get::<_, i64>(6)? != 0,
-                        source: crate::taint::source_of(&r.get::<_, String>(7)?),
-                    },
-                    seen: u64::try_from(r.get::<_, i64>(8)?).unwrap_or(0),
-                })
-            })?;
-            let mut out: Vec<StoredLabel> = rows.collect::<rusqlite::Result<_>>()?;
-            out.reverse();
-            Ok(out)
-        })
+        self.backend.taint_labels(max, expire_before)
+    }
+
+    /// On a shared store, the labels any gateway wrote after `cursor` (0 = from
+    /// the start) and the cursor to ask from next; `None` on a store of one
+    /// gateway (its own labels are in its memory already).
+    pub fn taint_since(&self, cursor: i64) -> Result<Option<(Vec<StoredLabel>, i64)>, StoreError> {
+        self.backend.taint_since(cursor)
     }
 }
 
-fn pin_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Pin> {
-    Ok(Pin {
-        server: row.get(0)?,
-        kind: row.get(1)?,
-        name: row.get(2)?,
-        hash: row.get(3)?,
-        definition: json_col(row.get(4)?),
-        pinned_at: row.get(5)?,
-        launch: row.get(6)?,
-    })
-}
-
-fn upsert_pin(
-    c: &Connection,
-    server: &str,
-    kind: &str,
-    name: &str,
-    hash: &str,
-    definition: &Value,
-    launch: Option<&str>,
-) -> rusqlite::Result<usize> {
-    c.execute(
-        "INSERT INTO pins (server, kind, name, hash, definition, pinned_at, launch)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-         ON CONFLICT (server, kind, name) DO UPDATE SET hash = excluded.hash,
-           definition = excluded.definition, pinned_at = excluded.pinned_at,
-           launch = excluded.launch",
-        params![
-            server,
-            kind,
-            name,
-            hash,
-            definition.to_string(),
-            portcullis_core::now_rfc3339(),
-            launch
-        ],
-    )
+/// A JSON column as stored (an unreadable one reads as null).
+fn json_col(s: String) -> Value {
+    serde_json::from_str(&s).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::Connection;
     use serde_json::json;
 
     #[test]

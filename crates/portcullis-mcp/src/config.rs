@@ -338,6 +338,22 @@ impl GatewayConfig {
                     .into(),
             );
         }
+        if let Some(url) = &self.state.url {
+            if self.state.path.is_some() {
+                return bad(
+                    "[state] sets both `path` (a SQLite file) and `url` (PostgreSQL); keep \
+                     the one the gateway should use"
+                        .into(),
+                );
+            }
+            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                return bad(format!(
+                    "[state] url = {:?}: expected a PostgreSQL URL \
+                     (postgres://USER@HOST:PORT/DATABASE); a SQLite file is `[state] path`",
+                    crate::structural::redact_url(url)
+                ));
+            }
+        }
         let mut seen = std::collections::BTreeSet::new();
         for s in &self.servers {
             if s.name.is_empty() {
@@ -458,6 +474,15 @@ impl GatewayConfig {
             )));
         }
         Ok(())
+    }
+
+    /// The state store: `[state] url`, else the file `[state] path`, else
+    /// `<audit log>.state.sqlite`.
+    pub fn state_location(&self) -> crate::structural::StateLocation {
+        match &self.state.url {
+            Some(u) => crate::structural::StateLocation::Postgres(u.clone()),
+            None => crate::structural::StateLocation::Sqlite(self.state_path()),
+        }
     }
 
     /// The structural state file: `[state] path`, else `<audit log>.state.sqlite`.
@@ -598,13 +623,18 @@ pub struct MetricsConfig {
     pub bearer_token_env: Option<String>,
 }
 
-/// `[state]`: where pins, the review queue and the allowlist live.
+/// `[state]`: where pins, the review queue, the allowlist and taint labels live.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StateConfig {
     /// The SQLite file; absent = `<audit log>.state.sqlite`.
     #[serde(default)]
     pub path: Option<PathBuf>,
+    /// A PostgreSQL database instead (`postgres://user@host/db`), shared by
+    /// every gateway that names it. A password may come from `PGPASSWORD`
+    /// rather than the URL.
+    #[serde(default)]
+    pub url: Option<String>,
 }
 
 /// `[review]`.

@@ -21,7 +21,7 @@ use portcullis_core::jsonpath::key_segment;
 use portcullis_core::{Action, Channel, DecisionRecord, Finding, Severity, StageOutput, Status};
 use portcullis_detect::RecordMeta;
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 /// What the rest of the gateway needs to name of the controls.
@@ -29,6 +29,7 @@ pub use portcullis_controls::metadata::DefinitionKind;
 pub use portcullis_controls::names::Relation;
 pub use portcullis_controls::pins::kind as pin_kind;
 pub use portcullis_controls::store::StoreError;
+pub use portcullis_controls::store::{redact_url, Location as StateLocation};
 pub use portcullis_controls::STAGE_STRUCTURAL;
 
 /// Where a review item stands, as the gateway acts on it.
@@ -186,6 +187,16 @@ pub fn review_record(
     )
 }
 
+/// Labels read back from the state store, into the in-memory labels.
+fn add_stored(taint: &mut TaintStore, labels: Vec<store::StoredLabel>) {
+    for k in labels {
+        match &k.value {
+            Some(v) => taint.add_seen(v, k.label, k.seen),
+            None => taint.add_hashed(&k.digest, &k.hint, k.label, k.seen),
+        }
+    }
+}
+
 /// Pins, queue, taint, records.
 #[derive(Debug)]
 pub struct Structural {
@@ -197,6 +208,12 @@ pub struct Structural {
     launch_changes: HashMap<String, LaunchChange>,
     taint: Mutex<TaintStore>,
     taint_writer: TaintWriter,
+    /// On a shared store, the revision of the last label read back from it
+    /// (labels other gateways wrote are read before each egress check).
+    taint_cursor: Mutex<i64>,
+    /// Held definitions (server, kind, name, hash) this process has recorded a
+    /// hold of.
+    holds_recorded: Mutex<HashSet<(String, String, String, String)>>,
     definitions: Mutex<DefinitionValues>,
 }
 
@@ -224,8 +241,8 @@ impl TaintWriter {
                 thread: None,
             });
         }
-        let path = config.state_path();
-        let store = Store::open(&path)?;
+        let at = config.state_location();
+        let store = Store::connect(&at)?;
         let config = config.clone();
         let (tx, rx) = std::sync::mpsc::channel::<TaintMsg>();
         let write = move |group: &[(String, Label)]| {
@@ -265,7 +282,7 @@ impl TaintWriter {
                 }
             })
             .map_err(|e| StoreError::Io {
-                path,
+                path: at.to_string().into(),
                 message: format!("start the taint writer: {e}"),
             })?;
         Ok(TaintWriter {
@@ -376,7 +393,7 @@ impl Structural {
     /// the configured secret environment variables are labelled sensitive from
     /// the start.
     pub fn open(config: &GatewayConfig, canaries: &[String]) -> Result<Structural, StoreError> {
-        let store = Store::open(&config.state_path())?;
+        let store = Store::connect(&config.state_location())?;
         let mut taint = TaintStore::new(config.taint.max_values, config.taint.min_len)
             .with_ttl(config.taint.ttl_secs);
         if config.taint.enabled {
@@ -385,12 +402,7 @@ impl Structural {
                 labels = kept.len(),
                 "taint labels loaded from the state store"
             );
-            for k in kept {
-                match &k.value {
-                    Some(v) => taint.add_seen(v, k.label, k.seen),
-                    None => taint.add_hashed(&k.digest, &k.hint, k.label, k.seen),
-                }
-            }
+            add_stored(&mut taint, kept);
         }
         let label = |what: &str| Label {
             server: "config".into(),
@@ -449,6 +461,8 @@ impl Structural {
             launch_changes,
             taint: Mutex::new(taint),
             taint_writer: TaintWriter::start(config)?,
+            taint_cursor: Mutex::new(0),
+            holds_recorded: Mutex::new(HashSet::new()),
             definitions: Mutex::new(DefinitionValues::new(config.taint.min_len)),
         })
     }
@@ -520,6 +534,35 @@ impl Structural {
 
     fn taint(&self) -> std::sync::MutexGuard<'_, TaintStore> {
         self.taint.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether this is the first time this process records a hold of this
+    /// version of a definition (and from now on, it is not).
+    fn first_hold_here(&self, server: &str, kind: &str, name: &str, hash: &str) -> bool {
+        self.holds_recorded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((server.into(), kind.into(), name.into(), hash.into()))
+    }
+
+    /// On a store shared with other gateways, add the labels they (and this
+    /// one's writer) stored since the last read, so a value one gateway saw
+    /// is caught leaving through another. An unreachable store is an error:
+    /// the check fails closed.
+    fn sync_taint(&self) -> Result<(), StoreError> {
+        if !(self.config.taint.enabled && self.store.is_shared()) {
+            return Ok(());
+        }
+        let mut cursor = self.taint_cursor.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some((labels, next)) = self.store.taint_since(*cursor)? {
+            let done = labels.len() < 10_000 || next == *cursor;
+            add_stored(&mut self.taint(), labels);
+            *cursor = next;
+            if done {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Names, over-privileged parameters and preference manipulation on one
@@ -814,6 +857,7 @@ impl Structural {
         def: Option<&Value>,
         args: &Value,
     ) -> Result<(), StructuralError> {
+        self.sync_taint()?;
         let matches = {
             let mut t = self.taint();
             let m = t.matches(args);
@@ -1084,6 +1128,35 @@ impl Structural {
         };
         // Held: reuse the pending (or denied) item for exactly this version.
         if let Some(held) = self.held_already(server, name, &hash)? {
+            if let Verdict::Held {
+                record_id,
+                queue_id,
+                why,
+            } = &held
+            {
+                if self.first_hold_here(server, kind, name, &hash) {
+                    // Filed by another gateway on the shared store, or by an
+                    // earlier run: this gateway records its own hold once, naming
+                    // the item, so its log explains what it withholds.
+                    let (what, rule, _) =
+                        self.hold_summary(what, kind, name, &changes, previous.as_ref(), None);
+                    inspector
+                        .structural(
+                            channel,
+                            server,
+                            Some(name),
+                            definition,
+                            hold_findings(what, rule, name, &changes),
+                            Status::Review,
+                            Action::Hold,
+                            vec![format!(
+                                "{why} (review item {}, filed with record {record_id})",
+                                queue_id.unwrap_or_default()
+                            )],
+                        )
+                        .await?;
+                }
+            }
             return Ok(held);
         }
         // A definition that changed (or was renamed) together with the server's
@@ -1113,6 +1186,7 @@ impl Structural {
                 vec![summary.clone()],
             )
             .await?;
+        self.first_hold_here(server, kind, name, &hash);
         let item = self.file_definition_hold(DefinitionHold {
             server,
             kind,
@@ -1201,9 +1275,19 @@ impl Structural {
             }
             pins::Compared::Renamed(p, changes) => Some(("renamed", changes, Some(p))),
             pins::Compared::New if self.config.pins.first_sight == FirstSight::Pin => {
-                self.store
-                    .set_pin(server, kind, name, hash, definition, launch)?;
-                return Ok(None);
+                // Another gateway on a shared store may have pinned another
+                // version first: then this one is a change of that pin.
+                match self
+                    .store
+                    .pin_first(server, kind, name, hash, definition, launch)?
+                {
+                    None => return Ok(None),
+                    Some(p) if p.hash == hash => return Ok(None),
+                    Some(p) => {
+                        let changes = pins::diff(&p.definition, definition);
+                        Some(("changed", changes, Some(p)))
+                    }
+                }
             }
             pins::Compared::New => Some(("new", Vec::new(), None)),
         })

@@ -6,6 +6,7 @@
 pub mod config;
 pub mod injections;
 pub mod interop;
+pub mod pg;
 pub mod scaffold;
 pub mod server;
 

@@ -7,7 +7,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use portcullis_controls::store::{QueueItem, Store, StoreError};
+use portcullis_controls::store::{Location, QueueItem, Store, StoreError};
 use portcullis_core::{Config, DecisionRecord, EgressConfig};
 use portcullis_mcp::config::GatewayConfig;
 use portcullis_mcp::structural::{meta, review_record};
@@ -21,9 +21,10 @@ pub struct ReviewArgs {
     /// The gateway configuration whose state store (and audit log) to use.
     #[arg(long = "config", value_name = "FILE", global = true)]
     pub gateway: Option<PathBuf>,
-    /// The state store itself (overrides --config).
-    #[arg(long, value_name = "FILE", global = true)]
-    pub state: Option<PathBuf>,
+    /// The state store itself (overrides --config): a SQLite file or a
+    /// PostgreSQL URL (postgres://…).
+    #[arg(long, value_name = "FILE|URL", global = true)]
+    pub state: Option<String>,
     /// The audit log decisions are recorded in (default: the one the gateway
     /// that uses the state store writes), and whose state store to use
     /// (`<log>.state.sqlite`) when neither --state nor --config is given.
@@ -106,8 +107,8 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
     };
     let explicit = explicit_audit(&args, gw.as_ref());
     let state = match (&args.state, &gw) {
-        (Some(s), _) => s.clone(),
-        (None, Some(g)) => g.state_path(),
+        (Some(s), _) => Location::parse(s),
+        (None, Some(g)) => g.state_location(),
         (None, None) => {
             let log = explicit
                 .as_ref()
@@ -115,16 +116,13 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
                 .unwrap_or_else(crate::proxy::default_audit_log);
             let mut p = log.into_os_string();
             p.push(".state.sqlite");
-            PathBuf::from(p)
+            Location::Sqlite(PathBuf::from(p))
         }
     };
     if !state.exists() {
-        bail!(
-            "no state store at {} (give --state FILE or --config gateway.toml)",
-            state.display()
-        );
+        bail!("no state store at {state} (give --state FILE or --config gateway.toml)");
     }
-    let store = Store::open(&state).with_context(|| format!("opening {}", state.display()))?;
+    let store = Store::connect(&state).with_context(|| format!("opening {state}"))?;
     match args.command {
         ReviewCommand::List { all, json } => {
             let items = store.list(all)?;
@@ -153,7 +151,7 @@ pub fn run(args: ReviewArgs) -> Result<ExitCode> {
                 bail!(
                     "review item {id} does not exist in {} (`portcullis review list --all` lists \
                      its items; another gateway's store: give --config or --state)",
-                    state.display()
+                    state
                 );
             };
             if json {
@@ -214,7 +212,7 @@ fn decision_log(
     bail!(
         "the state store {} does not name its gateway's audit log, where the decision \
          record must go: give --audit-log FILE or --config gateway.toml",
-        store.path().display()
+        store.location()
     )
 }
 
@@ -265,7 +263,7 @@ pub(crate) fn commit(
     approve: bool,
     note: Option<&str>,
     remember: bool,
-    append: impl FnOnce(DecisionRecord) -> Result<(), String>,
+    append: impl FnOnce(DecisionRecord) -> Result<(), String> + Send,
 ) -> Result<(QueueItem, String), StoreError> {
     let mut record_id = String::new();
     let item = store.decide(id, approve, note, remember, |item| {

@@ -153,7 +153,7 @@ pub fn serve(store: Store, log: AuditLog, opts: ServeOptions<'_>) -> Result<Exit
         }
     };
     let page = Arc::new(Page {
-        store_path: store.path().display().to_string(),
+        store_path: store.location().to_string(),
         store,
         log,
         token,

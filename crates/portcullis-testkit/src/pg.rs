@@ -1,0 +1,211 @@
+//! A throw-away PostgreSQL cluster for tests: `initdb` into a temporary
+//! directory, `pg_ctl start` on a free 127.0.0.1 port (its Unix socket in the same
+//! directory), stopped and deleted on drop. Uses Debian's `postgresql` package
+//! (`scripts/setup-debian.sh` installs it); `PORTCULLIS_PG_BIN` names another
+//! directory of `initdb` and `pg_ctl`. As root the server runs as the `postgres`
+//! user (PostgreSQL refuses to run as root).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct Cluster {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    port: u16,
+    as_postgres: bool,
+}
+
+/// The directory of `initdb` and `pg_ctl`: `PORTCULLIS_PG_BIN`, else the newest
+/// `/usr/lib/postgresql/<major>/bin`.
+fn bin_dir() -> Result<PathBuf, String> {
+    if let Some(d) = std::env::var_os("PORTCULLIS_PG_BIN") {
+        return Ok(PathBuf::from(d));
+    }
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .map_err(|e| {
+            format!(
+                "no PostgreSQL server here (/usr/lib/postgresql: {e}); run \
+                 scripts/setup-debian.sh (it installs Debian's postgresql) or set \
+                 PORTCULLIS_PG_BIN"
+            )
+        })?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let major = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let bin = e.path().join("bin");
+            bin.join("initdb").is_file().then_some((major, bin))
+        })
+        .collect();
+    found.sort();
+    found
+        .pop()
+        .map(|(_, b)| b)
+        .ok_or_else(|| "no initdb under /usr/lib/postgresql/*/bin".to_string())
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(54329)
+}
+
+impl Cluster {
+    /// A new cluster, started, with a `portcullis` superuser that connects
+    /// without a password (trust, loopback and socket only).
+    pub fn start() -> Result<Cluster, String> {
+        let bin = bin_dir()?;
+        let dir = tempfile::Builder::new()
+            .prefix("portcullis-pg-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let as_postgres = is_root();
+        let cluster = Cluster {
+            dir,
+            bin,
+            port: free_port(),
+            as_postgres,
+        };
+        if as_postgres {
+            let ok = Command::new("chown")
+                .args(["postgres:", &cluster.dir.path().display().to_string()])
+                .status()
+                .map_err(|e| format!("chown: {e}"))?
+                .success();
+            if !ok {
+                return Err("chown of the cluster directory to postgres failed".into());
+            }
+        }
+        cluster.run(
+            "initdb",
+            &[
+                "-D",
+                &cluster.data().display().to_string(),
+                "-U",
+                "portcullis",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+        )?;
+        cluster.start_again()?;
+        Ok(cluster)
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `postgres://portcullis@127.0.0.1:PORT/DB`.
+    pub fn url(&self, db: &str) -> String {
+        format!("postgres://portcullis@127.0.0.1:{}/{db}", self.port)
+    }
+
+    /// Create database `db` (each test its own, in one cluster).
+    pub fn create_db(&self, db: &str) -> Result<String, String> {
+        self.run(
+            "createdb",
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "portcullis",
+                db,
+            ],
+        )?;
+        Ok(self.url(db))
+    }
+
+    /// (Re)start the server on the same port and data; returns once it accepts
+    /// connections.
+    pub fn start_again(&self) -> Result<(), String> {
+        let opts = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+            self.port,
+            self.dir.path().display()
+        );
+        self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data().display().to_string(),
+                "-o",
+                &opts,
+                "-l",
+                &self.dir.path().join("server.log").display().to_string(),
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ],
+        )
+    }
+
+    /// Stop the server at once (`-m immediate`: as a crash would).
+    pub fn stop(&self) -> Result<(), String> {
+        self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data().display().to_string(),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ],
+        )
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) -> Result<(), String> {
+        let exe = self.bin.join(tool);
+        let mut cmd = if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&exe);
+            c
+        } else {
+            Command::new(&exe)
+        };
+        let out = cmd
+            .args(args)
+            .current_dir(self.dir.path())
+            .output()
+            .map_err(|e| format!("{}: {e}", exe.display()))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            let log =
+                std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();
+            Err(format!(
+                "{tool} {args:?}: {}\n{}\n{}\nserver log:\n{log}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
