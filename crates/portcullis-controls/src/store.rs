@@ -41,9 +41,11 @@ pub enum StoreError {
     Record { id: i64, message: String },
     #[error("state store {at}: schema version {found}, newer than this portcullis knows ({known}): it was written by a newer release; run that release (or a newer one) against it, or give this one another store (`[state] path` or `url`)")]
     NewerSchema { at: String, found: i64, known: i64 },
-    #[error("state store {url}: {source} (is the PostgreSQL server up, and may the URL's user connect and create tables? `[state] url` in the gateway configuration names it)")]
+    #[error("state store {url}: {detail} (is the PostgreSQL server up, and may the URL's user connect and create tables? `[state] url` in the gateway configuration names it)")]
     Postgres {
         url: String,
+        /// The error with its causes (a TLS handshake's reason, an I/O error).
+        detail: String,
         source: postgres::Error,
     },
 }

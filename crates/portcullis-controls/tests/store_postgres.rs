@@ -409,11 +409,143 @@ fn a_newer_schema_is_refused_and_a_password_is_never_shown() {
         matches!(e, StoreError::NewerSchema { found: 99, .. }),
         "{e}"
     );
-    // No TLS in this build: a URL that requires it is refused, not downgraded.
+    // This cluster offers no TLS: a URL that requires it is refused, not downgraded.
     let tls = Location::Postgres(format!("{url}?sslmode=require"));
     assert!(Store::connect(&tls).is_err(), "sslmode=require without TLS");
     let bad = Location::parse("postgres://someone:hunter2@127.0.0.1:1/nope");
     let e = Store::connect(&bad).unwrap_err();
     assert!(!e.to_string().contains("hunter2"), "{e}");
     assert!(!format!("{bad:?} {bad}").contains("hunter2"));
+}
+
+/// A server that accepts TCP connections only over TLS (`hostssl`), with a
+/// certificate for `localhost` from a CA of its own: the store connects with
+/// `sslmode=require&sslrootcert=…` (libpq's spelling, `verify-full` too), and is
+/// refused without the CA, under another name, or without TLS.
+#[test]
+fn tls_to_the_database_is_verified() {
+    let own = Cluster::start().unwrap();
+    own.create_db("tls").unwrap();
+    own.stop().unwrap();
+    // A CA of its own, and a certificate for `localhost` it signed.
+    let work = tempfile::tempdir().unwrap();
+    let w = |f: &str| work.path().join(f);
+    std::fs::write(
+        w("ext"),
+        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    let openssl = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(work.path())
+            .output()
+            .expect("openssl");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=portcullis test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=localhost",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+    ]);
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        "ext",
+        "-out",
+        "server.crt",
+    ]);
+    let key = own
+        .write_file("server.key", &std::fs::read(w("server.key")).unwrap())
+        .unwrap();
+    let cert = own
+        .write_file("server.crt", &std::fs::read(w("server.crt")).unwrap())
+        .unwrap();
+    let ca = w("ca.pem");
+    own.write_file(
+        "data/pg_hba.conf",
+        b"local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostssl all all ::1/128 trust\n",
+    )
+    .unwrap();
+    own.set_options(&format!(
+        "-c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+        cert.display(),
+        key.display()
+    ));
+    own.start_again().unwrap();
+    let at = |host: &str, query: &str| {
+        Location::Postgres(format!(
+            "postgres://portcullis@{host}:{}/tls{query}",
+            own.port()
+        ))
+    };
+    let root = format!("sslrootcert={}", ca.display());
+    for mode in ["require", "verify-full"] {
+        let s = Store::connect(&at("localhost", &format!("?sslmode={mode}&{root}")))
+            .unwrap_or_else(|e| panic!("sslmode={mode}: {e}"));
+        s.set_pin("kit", "tool", "t", "h", &json!({}), None)
+            .unwrap();
+        assert_eq!(s.pin("kit", "tool", "t").unwrap().unwrap().hash, "h");
+    }
+    for (what, loc) in [
+        ("without the CA", at("localhost", "?sslmode=require")),
+        (
+            "under another name",
+            at("127.0.0.1", &format!("?sslmode=require&{root}")),
+        ),
+        (
+            "without TLS",
+            at("localhost", &format!("?sslmode=disable&{root}")),
+        ),
+        ("by default on loopback (no TLS)", at("localhost", "")),
+    ] {
+        assert!(Store::connect(&loc).is_err(), "connected {what}");
+    }
+    // The refusal says why (the TLS cause, not only "handshake failed").
+    let e = Store::connect(&at("localhost", "?sslmode=require"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("certificate"), "{e}");
+    let missing = at(
+        "localhost",
+        "?sslmode=require&sslrootcert=/nonexistent/ca.pem",
+    );
+    let e = Store::connect(&missing).unwrap_err().to_string();
+    assert!(e.contains("/nonexistent/ca.pem"), "{e}");
 }

@@ -13,6 +13,8 @@ pub struct Cluster {
     bin: PathBuf,
     port: u16,
     as_postgres: bool,
+    /// More server options for the next start (`-c name=value …`).
+    extra: std::sync::Mutex<String>,
 }
 
 /// The directory of `initdb` and `pg_ctl`: `PORTCULLIS_PG_BIN`, else the newest
@@ -73,6 +75,7 @@ impl Cluster {
             bin,
             port: free_port(),
             as_postgres,
+            extra: Default::default(),
         };
         if as_postgres {
             let ok = Command::new("chown")
@@ -139,9 +142,10 @@ impl Cluster {
     /// connections.
     pub fn start_again(&self) -> Result<(), String> {
         let opts = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200 {}",
             self.port,
-            self.dir.path().display()
+            self.dir.path().display(),
+            self.extra.lock().unwrap_or_else(|p| p.into_inner())
         );
         self.run(
             "pg_ctl",
@@ -158,6 +162,33 @@ impl Cluster {
                 "start",
             ],
         )
+    }
+
+    /// Server options for the next [`Cluster::start_again`], e.g. `-c ssl=on`.
+    pub fn set_options(&self, opts: &str) {
+        *self.extra.lock().unwrap_or_else(|p| p.into_inner()) = opts.to_string();
+    }
+
+    /// Write `contents` to `name` in the cluster's directory (`data/…` for the
+    /// data directory), owned by the server's user, mode 0600 (as the server
+    /// wants its key and configuration files).
+    pub fn write_file(&self, name: &str, contents: &[u8]) -> Result<PathBuf, String> {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, contents).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if self.as_postgres {
+            let ok = Command::new("chown")
+                .args(["postgres:", &path.display().to_string()])
+                .status()
+                .map_err(|e| format!("chown: {e}"))?
+                .success();
+            if !ok {
+                return Err(format!("chown of {} failed", path.display()));
+            }
+        }
+        Ok(path)
     }
 
     /// Stop the server at once (`-m immediate`: as a crash would).

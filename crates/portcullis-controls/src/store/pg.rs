@@ -21,10 +21,15 @@ use super::{
     redact_url, Backend, Decision, NewItem, Pin, PinWrite, QueueItem, StoreError, StoredLabel,
     TaintRow, PENDING, SCHEMA_VERSION,
 };
-use postgres::{Client, Config, GenericClient, NoTls, Row};
+use postgres::config::{Host, SslMode};
+use postgres::{Client, Config, GenericClient, Row};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// Taken while the schema is created or migrated (gateways starting together).
 const SCHEMA_LOCK: i64 = 0x706f_7274_0001;
@@ -166,17 +171,128 @@ impl From<postgres::Error> for Failed {
 
 pub(crate) struct PgBackend {
     config: Config,
+    tls: MakeRustlsConnect,
     /// The URL as errors show it (no password).
     shown: String,
     client: Mutex<Option<Client>>,
 }
 
+/// The URL as tokio-postgres reads it, and the `sslrootcert` file libpq would
+/// read: that parameter is taken out (tokio-postgres refuses it), and libpq's
+/// `verify-ca`/`verify-full` become `require` (which verifies in full here).
+fn libpq_compatible(url: &str) -> (String, Option<PathBuf>) {
+    let Some((base, query)) = url.split_once('?') else {
+        return (url.to_string(), None);
+    };
+    let mut root = None;
+    let kept: Vec<String> = query
+        .split('&')
+        .filter_map(|kv| match kv.split_once('=') {
+            Some(("sslrootcert", v)) => {
+                root = Some(PathBuf::from(
+                    percent_encoding::percent_decode_str(v)
+                        .decode_utf8_lossy()
+                        .into_owned(),
+                ));
+                None
+            }
+            Some(("sslmode", "verify-ca" | "verify-full")) => Some("sslmode=require".into()),
+            _ => Some(kv.to_string()),
+        })
+        .collect();
+    if kept.is_empty() {
+        (base.to_string(), root)
+    } else {
+        (format!("{base}?{}", kept.join("&")), root)
+    }
+}
+
+/// Whether every host of `config` is this machine (a Unix socket or loopback).
+fn is_local(config: &Config) -> bool {
+    config.get_hosts().iter().all(|h| match h {
+        Host::Unix(_) => true,
+        Host::Tcp(name) => {
+            name == "localhost"
+                || name
+                    .trim_matches(|c| c == '[' || c == ']')
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        }
+    })
+}
+
+/// TLS for the database connection: rustls, the system's root certificates and
+/// those of `sslrootcert`; the server's certificate and name are always
+/// verified (stricter than libpq's `require`).
+fn tls(root: Option<&Path>) -> Result<MakeRustlsConnect, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_native_certs::load_native_certs().certs {
+        let _ = roots.add(cert);
+    }
+    if let Some(path) = root {
+        let certs = CertificateDer::pem_file_iter(path)
+            .map_err(|e| format!("sslrootcert {}: {e}", path.display()))?;
+        let mut n = 0;
+        for cert in certs {
+            let cert = cert.map_err(|e| format!("sslrootcert {}: {e}", path.display()))?;
+            roots
+                .add(cert)
+                .map_err(|e| format!("sslrootcert {}: {e}", path.display()))?;
+            n += 1;
+        }
+        if n == 0 {
+            return Err(format!(
+                "sslrootcert {}: no certificate in it",
+                path.display()
+            ));
+        }
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
+}
+
+/// A database error, with its causes spelled out (the client's own message
+/// is often only "error performing TLS handshake" or "error connecting").
+fn pg_error(shown: &str, source: postgres::Error) -> StoreError {
+    let mut detail = source.to_string();
+    let mut cause = std::error::Error::source(&source);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !detail.contains(&text) {
+            detail.push_str(": ");
+            detail.push_str(&text);
+        }
+        cause = c.source();
+    }
+    StoreError::Postgres {
+        url: shown.to_string(),
+        detail,
+        source,
+    }
+}
+
 impl PgBackend {
     pub(crate) fn connect(url: &str) -> Result<PgBackend, StoreError> {
         let shown = redact_url(url);
-        let mut config = Config::from_str(url).map_err(|source| StoreError::Postgres {
-            url: shown.clone(),
-            source,
+        let (readable, root) = libpq_compatible(url);
+        let mut config = Config::from_str(&readable).map_err(|e| pg_error(&shown, e))?;
+        // No sslmode given: none to this machine, a verified one to any other.
+        if !url.contains("sslmode=") {
+            config.ssl_mode(if is_local(&config) {
+                SslMode::Disable
+            } else {
+                SslMode::Require
+            });
+        }
+        let tls = tls(root.as_deref()).map_err(|message| StoreError::Io {
+            path: shown.clone().into(),
+            message,
         })?;
         // libpq's convention: a password kept out of the URL.
         if config.get_password().is_none() {
@@ -192,6 +308,7 @@ impl PgBackend {
         }
         let backend = PgBackend {
             config,
+            tls,
             shown,
             client: Mutex::new(None),
         };
@@ -239,10 +356,7 @@ impl PgBackend {
     }
 
     fn db_error(&self, source: postgres::Error) -> StoreError {
-        StoreError::Postgres {
-            url: self.shown.clone(),
-            source,
-        }
+        pg_error(&self.shown, source)
     }
 
     /// Run `f` on the connection (opened, or reopened after a loss, first).
@@ -272,7 +386,11 @@ impl PgBackend {
                         Some(c) if !c.is_closed() => c,
                         _ => {
                             *slot = None;
-                            slot.insert(self.config.connect(NoTls).map_err(|e| self.db_error(e))?)
+                            slot.insert(
+                                self.config
+                                    .connect(self.tls.clone())
+                                    .map_err(|e| self.db_error(e))?,
+                            )
                         }
                     };
                     match f(client) {
