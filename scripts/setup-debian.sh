@@ -6,10 +6,11 @@
 #   postgresql                  the shared state store's tests: each starts a throw-away
 #                               cluster (initdb + pg_ctl; portcullis-testkit/src/pg.rs),
 #                               never the package's own
+#   openssl                     the TLS test of the shared store makes its CA and certificate
 #
 # Needs root for apt-get (or sudo); says what to run otherwise.
 set -euo pipefail
-PKGS=(chromium chromium-driver postgresql)
+PKGS=(chromium chromium-driver postgresql openssl)
 say() { printf 'setup-debian: %s\n' "$*" >&2; }
 missing=()
 for p in "${PKGS[@]}"; do
