@@ -173,37 +173,32 @@ impl Location {
     }
 }
 
-/// A URL as logs and errors may show it: the password replaced by `***`.
+/// A URL as logs and errors may show it: the password of the user part and every
+/// query parameter whose name says password replaced by `***`. Anything that is
+/// not a URL this can parse is not shown at all.
 pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        // key=value form: drop a password=… pair.
-        return url
-            .split_whitespace()
-            .map(|kv| {
-                if kv.starts_with("password=") {
-                    "password=***"
-                } else {
-                    kv
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" ");
+    const HIDDEN: &str = "(a connection string that is not a URL; not shown)";
+    let Ok(mut u) = url::Url::parse(url) else {
+        return HIDDEN.into();
     };
-    let (auth, host) = match rest.rfind('@') {
-        Some(i) => (&rest[..i], &rest[i + 1..]),
-        None => return url.to_string(),
-    };
-    let shown_auth = match auth.split_once(':') {
-        Some((user, _)) => format!("{user}:***"),
-        None => auth.to_string(),
-    };
-    let mut out = format!("{scheme}://{shown_auth}@{host}");
-    // A password may also ride in the query.
-    if let Some(q) = out.find("password=") {
-        let end = out[q..].find('&').map_or(out.len(), |e| q + e);
-        out.replace_range(q + "password=".len()..end, "***");
+    if u.password().is_some() && u.set_password(Some("***")).is_err() {
+        return HIDDEN.into();
     }
-    out
+    if u.query().is_some() {
+        let pairs: Vec<(String, String)> = u
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if k.to_ascii_lowercase().contains("password") {
+                    "***".to_string()
+                } else {
+                    v.into_owned()
+                };
+                (k.into_owned(), v)
+            })
+            .collect();
+        u.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    u.to_string()
 }
 
 impl std::fmt::Display for Location {
@@ -229,6 +224,10 @@ impl std::fmt::Debug for Location {
 /// one creates what is missing. PostgreSQL stores start at 4.
 pub const SCHEMA_VERSION: i64 = 4;
 
+/// The most labels one [`Store::taint_since`] answer carries (fewer: the reader
+/// is up to date).
+pub const TAINT_PAGE: usize = 10_000;
+
 /// A pin to write.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PinWrite<'a> {
@@ -252,9 +251,13 @@ pub(crate) struct Decision {
     pub pin: Option<(String, String, Value, Option<String>)>,
     /// Allowlist rows `(list:kind, key)` a "remember" writes.
     pub allow: Vec<(String, String)>,
-    /// The decision record, already in the audit log.
-    pub record: Value,
 }
+
+/// Writes the decision record of a decision (to the audit log) and returns it:
+/// called by the backend after the pin and allowlist writes succeeded, just
+/// before the item's status is written, so a failed write leaves no record of a
+/// decision that was not made, and a failed record no decision.
+pub(crate) type RecordFn<'a> = dyn FnMut(&QueueItem) -> Result<Value, StoreError> + Send + 'a;
 
 /// A taint label as written: the digest and what is kept of the value.
 #[derive(Debug)]
@@ -301,12 +304,13 @@ pub(crate) trait Backend: Send + Sync {
     ) -> Result<Option<QueueItem>, StoreError>;
     fn pending_count(&self) -> Result<usize, StoreError>;
     fn list(&self, all: bool) -> Result<Vec<QueueItem>, StoreError>;
-    /// Lock item `id`; unless it is missing or decided, write what `plan` says
-    /// and commit, all in one transaction.
+    /// Lock item `id`; unless it is missing or decided, write what `plan` says,
+    /// then `record`, then the status, and commit, all in one transaction.
     fn decide(
         &self,
         id: i64,
         plan: &mut (dyn FnMut(&QueueItem) -> Result<Decision, StoreError> + Send),
+        record: &mut RecordFn<'_>,
     ) -> Result<QueueItem, StoreError>;
     fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError>;
     fn meta(&self, key: &str) -> Result<Option<String>, StoreError>;
@@ -556,11 +560,6 @@ impl Store {
             } else {
                 Vec::new()
             };
-            let write = record.take().ok_or_else(|| StoreError::Record {
-                id,
-                message: "the decision was attempted twice".into(),
-            })?;
-            let record = write(item).map_err(|message| StoreError::Record { id, message })?;
             Ok(Decision {
                 status: if approve { APPROVED } else { DENIED },
                 note: note.map(str::to_string),
@@ -568,10 +567,16 @@ impl Store {
                 now: portcullis_core::now_rfc3339(),
                 pin,
                 allow,
-                record,
             })
         };
-        self.backend.decide(id, &mut plan)
+        let mut write = |item: &QueueItem| -> Result<Value, StoreError> {
+            let once = record.take().ok_or_else(|| StoreError::Record {
+                id,
+                message: "the decision was attempted twice".into(),
+            })?;
+            once(item).map_err(|message| StoreError::Record { id, message })
+        };
+        self.backend.decide(id, &mut plan, &mut write)
     }
 
     /// Remember a setting of the gateway that other processes need (the audit
@@ -778,6 +783,38 @@ mod tests {
             Some("/x/audit.jsonl")
         );
         assert_eq!(s.meta("nope").unwrap(), None);
+    }
+
+    /// A decision whose writes fail leaves no record: the record is written
+    /// after the pin and allowlist rows, just before the status.
+    #[test]
+    fn no_record_of_a_decision_whose_writes_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sqlite");
+        let s = Store::open(&path).unwrap();
+        let (i, _) = s
+            .enqueue(NewItem {
+                kind: kind::CALL.into(),
+                server: "a".into(),
+                name: "t".into(),
+                fingerprint: "args".into(),
+                allow_keys: vec!["k".into()],
+                ..NewItem::default()
+            })
+            .unwrap();
+        // The allowlist cannot be written.
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("DROP TABLE allow")
+            .unwrap();
+        let mut recorded = false;
+        let failed = s.decide(i.id, true, None, true, |_| {
+            recorded = true;
+            Ok(json!({"id": "r"}))
+        });
+        assert!(failed.is_err());
+        assert!(!recorded, "a record of a decision that was not made");
+        assert_eq!(s.item(i.id).unwrap().unwrap().status, PENDING);
     }
 
     #[test]

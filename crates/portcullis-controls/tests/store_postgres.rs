@@ -412,6 +412,26 @@ fn a_newer_schema_is_refused_and_a_password_is_never_shown() {
     // This cluster offers no TLS: a URL that requires it is refused, not downgraded.
     let tls = Location::Postgres(format!("{url}?sslmode=require"));
     assert!(Store::connect(&tls).is_err(), "sslmode=require without TLS");
+    for leaky in [
+        "postgres://someone:hunter2@127.0.0.1:1/nope",
+        "postgres://127.0.0.1:1/nope?user=someone&password=hunter2",
+        "postgres://someone@127.0.0.1:1/nope?sslpassword=x&password=hunter2",
+        "postgres://someone:hunter2@127.0.0.1:1/nope?password=hunter2",
+        "postgresql://someone:hun%40ter2@127.0.0.1:1/nope",
+    ] {
+        let shown = portcullis_controls::store::redact_url(leaky);
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("hun%40ter2"),
+            "{shown}"
+        );
+        let e = Store::connect(&Location::parse(leaky))
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("hunter2") && !e.contains("hun%40ter2"), "{e}");
+    }
+    assert!(
+        !portcullis_controls::store::redact_url("host=db password=hunter2").contains("hunter2")
+    );
     let bad = Location::parse("postgres://someone:hunter2@127.0.0.1:1/nope");
     let e = Store::connect(&bad).unwrap_err();
     assert!(!e.to_string().contains("hunter2"), "{e}");
@@ -548,4 +568,34 @@ fn tls_to_the_database_is_verified() {
     );
     let e = Store::connect(&missing).unwrap_err().to_string();
     assert!(e.contains("/nonexistent/ca.pem"), "{e}");
+}
+
+/// To another host, TLS is required unless the URL says `sslmode=disable`:
+/// no sslmode and `prefer` (which an attacker in the middle can turn into plain
+/// text) both refuse a server without TLS. The "other host" is a name that is
+/// not this machine's, reached through `hostaddr` on loopback.
+#[test]
+fn tls_is_required_to_another_host_unless_disabled() {
+    let Location::Postgres(url) = fresh_db("remote") else {
+        unreachable!()
+    };
+    let port = cluster().port();
+    let remote = |query: &str| {
+        Location::Postgres(format!(
+            "postgres://portcullis@db.example:{port}/remote?hostaddr=127.0.0.1{query}"
+        ))
+    };
+    for (what, loc) in [
+        ("no sslmode", remote("")),
+        ("prefer", remote("&sslmode=prefer")),
+    ] {
+        let e = Store::connect(&loc).expect_err(what).to_string();
+        assert!(
+            e.contains("TLS") || e.contains("tls") || e.contains("SSL"),
+            "{what}: {e}"
+        );
+    }
+    Store::connect(&remote("&sslmode=disable")).expect("an explicit disable is obeyed");
+    // On loopback, no sslmode means no TLS (the test cluster offers none).
+    Store::connect(&Location::Postgres(url)).unwrap();
 }

@@ -624,7 +624,7 @@ pub struct MetricsConfig {
 }
 
 /// `[state]`: where pins, the review queue, the allowlist and taint labels live.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StateConfig {
     /// The SQLite file; absent = `<audit log>.state.sqlite`.
@@ -635,6 +635,19 @@ pub struct StateConfig {
     /// rather than the URL.
     #[serde(default)]
     pub url: Option<String>,
+}
+
+/// Debug output (logs, panics) never shows the URL's password.
+impl std::fmt::Debug for StateConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateConfig")
+            .field("path", &self.path)
+            .field(
+                "url",
+                &self.url.as_deref().map(crate::structural::redact_url),
+            )
+            .finish()
+    }
 }
 
 /// `[review]`.

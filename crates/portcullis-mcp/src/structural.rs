@@ -187,6 +187,9 @@ pub fn review_record(
     )
 }
 
+/// Taint labels the writer keeps while the store cannot take them.
+const MAX_UNWRITTEN_LABELS: usize = 65_536;
+
 /// Labels read back from the state store, into the in-memory labels.
 fn add_stored(taint: &mut TaintStore, labels: Vec<store::StoredLabel>) {
     for k in labels {
@@ -245,32 +248,71 @@ impl TaintWriter {
         let store = Store::connect(&at)?;
         let config = config.clone();
         let (tx, rx) = std::sync::mpsc::channel::<TaintMsg>();
-        let write = move |group: &[(String, Label)]| {
+        // A group that could not be written (the store unreachable) is kept and
+        // tried again every second, so other gateways on a shared store learn
+        // its labels once it is back; meanwhile they hold in this one's memory.
+        let mut failing = false;
+        let mut write = move |group: &mut Vec<(String, Label)>| {
             if group.is_empty() {
                 return;
             }
-            if let Err(e) = store.put_taint(
+            match store.put_taint(
                 group,
                 portcullis_controls::taint::now_secs(),
                 config.taint.max_values,
                 taint_cutoff(&config),
             ) {
-                // The labels still hold in memory for this run.
-                tracing::error!(error = %e, "taint labels not persisted");
+                Ok(()) => {
+                    if std::mem::take(&mut failing) {
+                        tracing::info!(labels = group.len(), "taint labels persisted again");
+                    }
+                    group.clear();
+                }
+                Err(e) => {
+                    if !std::mem::replace(&mut failing, true) {
+                        tracing::error!(error = %e, labels = group.len(),
+                            "taint labels not persisted; retried every second");
+                    }
+                    if group.len() > MAX_UNWRITTEN_LABELS {
+                        let over = group.len() - MAX_UNWRITTEN_LABELS;
+                        group.drain(..over);
+                        tracing::error!(
+                            dropped = over,
+                            "taint labels never persisted \
+                            (the oldest, beyond {MAX_UNWRITTEN_LABELS} waiting)"
+                        );
+                    }
+                }
             }
         };
         let thread = std::thread::Builder::new()
             .name("portcullis-taint".into())
             .spawn(move || {
+                use std::sync::mpsc::RecvTimeoutError;
                 let mut group = Vec::new();
-                while let Ok(first) = rx.recv() {
+                loop {
+                    let first = if group.is_empty() {
+                        match rx.recv() {
+                            Ok(m) => m,
+                            Err(_) => break,
+                        }
+                    } else {
+                        match rx.recv_timeout(std::time::Duration::from_secs(1)) {
+                            Ok(m) => m,
+                            Err(RecvTimeoutError::Timeout) => {
+                                write(&mut group);
+                                continue;
+                            }
+                            Err(RecvTimeoutError::Disconnected) => break,
+                        }
+                    };
                     // Everything queued now shares one transaction.
                     let mut next = Some(first);
                     while let Some(msg) = next.take() {
                         match msg {
                             TaintMsg::Labels(l) => group.extend(l),
                             TaintMsg::Flush(ack) => {
-                                write(&std::mem::take(&mut group));
+                                write(&mut group);
                                 let _ = ack.send(());
                             }
                         }
@@ -278,8 +320,9 @@ impl TaintWriter {
                             next = rx.try_recv().ok();
                         }
                     }
-                    write(&std::mem::take(&mut group));
+                    write(&mut group);
                 }
+                write(&mut group);
             })
             .map_err(|e| StoreError::Io {
                 path: at.to_string().into(),
@@ -555,7 +598,7 @@ impl Structural {
         }
         let mut cursor = self.taint_cursor.lock().unwrap_or_else(|p| p.into_inner());
         while let Some((labels, next)) = self.store.taint_since(*cursor)? {
-            let done = labels.len() < 10_000 || next == *cursor;
+            let done = labels.len() < store::TAINT_PAGE || next == *cursor;
             add_stored(&mut self.taint(), labels);
             *cursor = next;
             if done {

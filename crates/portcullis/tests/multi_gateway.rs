@@ -185,7 +185,8 @@ async fn three_gateways_share_pins_reviews_and_taint_through_postgres() {
     }
     let config = gateways[0].dir.path().join("gateway.toml");
 
-    // Every gateway pins the same first version (one pin, raced at first use).
+    // Every gateway shows the same first version: one pin (pinned by the first,
+    // found by the others; the race itself is store_postgres.rs's).
     let v1 = unit_convert(&clients[0]).await.expect("listed");
     for c in &clients[1..] {
         assert_eq!(unit_convert(c).await.as_ref(), Some(&v1));
@@ -337,8 +338,8 @@ async fn three_gateways_share_pins_reviews_and_taint_through_postgres() {
             json!({"text": "fwd while the store is down"}),
         )
         .await;
-        assert!(blocked(&r), "forwarded with the store down: {r:?}");
-        eprintln!("with the store down: {r:?}");
+        let e = r.expect_err("forwarded with the store down");
+        assert!(e.contains("state store"), "{e}");
     }
     // Back up: the gateways reconnect.
     pg.start_again().unwrap();

@@ -18,8 +18,8 @@
 //! gateway's checks that need the store fail closed.
 
 use super::{
-    redact_url, Backend, Decision, NewItem, Pin, PinWrite, QueueItem, StoreError, StoredLabel,
-    TaintRow, PENDING, SCHEMA_VERSION,
+    redact_url, Backend, Decision, NewItem, Pin, PinWrite, QueueItem, RecordFn, StoreError,
+    StoredLabel, TaintRow, PENDING, SCHEMA_VERSION,
 };
 use postgres::config::{Host, SslMode};
 use postgres::{Client, Config, GenericClient, Row};
@@ -79,8 +79,7 @@ summary, findings, diff, detail, allow_keys, record, note, decided_at, remember,
 const PIN_COLUMNS: &str = "server, kind, name, hash, definition, pinned_at, launch";
 const TAINT_COLUMNS: &str = "digest, value, hint, server, tool, record_id, sensitive, source, seen";
 
-/// The most labels one [`Backend::taint_since`] answer carries.
-const TAINT_PAGE: i64 = 10_000;
+use super::TAINT_PAGE;
 
 fn item_of(row: &Row) -> Result<QueueItem, postgres::Error> {
     Ok(QueueItem {
@@ -207,27 +206,32 @@ fn libpq_compatible(url: &str) -> (String, Option<PathBuf>) {
     }
 }
 
-/// Whether every host of `config` is this machine (a Unix socket or loopback).
+/// Whether every host of `config` is this machine (a Unix socket or loopback;
+/// a `hostaddr`, which is where the connection really goes, counts too).
 fn is_local(config: &Config) -> bool {
-    config.get_hosts().iter().all(|h| match h {
-        Host::Unix(_) => true,
-        Host::Tcp(name) => {
-            name == "localhost"
-                || name
-                    .trim_matches(|c| c == '[' || c == ']')
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback())
-        }
-    })
+    config.get_hostaddrs().iter().all(|a| a.is_loopback())
+        && config.get_hosts().iter().all(|h| match h {
+            Host::Unix(_) => true,
+            Host::Tcp(name) => {
+                name == "localhost"
+                    || name
+                        .trim_matches(|c| c == '[' || c == ']')
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback())
+            }
+        })
 }
 
-/// TLS for the database connection: rustls, the system's root certificates and
-/// those of `sslrootcert`; the server's certificate and name are always
-/// verified (stricter than libpq's `require`).
+/// TLS for the database connection: rustls; the roots are those of
+/// `sslrootcert` when given (as libpq: then only those), else the system's;
+/// the server's certificate and name are always verified (libpq's
+/// `verify-full`, stricter than its `require`).
 fn tls(root: Option<&Path>) -> Result<MakeRustlsConnect, String> {
     let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_native_certs::load_native_certs().certs {
-        let _ = roots.add(cert);
+    if root.is_none() {
+        for cert in rustls_native_certs::load_native_certs().certs {
+            let _ = roots.add(cert);
+        }
     }
     if let Some(path) = root {
         let certs = CertificateDer::pem_file_iter(path)
@@ -283,13 +287,36 @@ impl PgBackend {
         let (readable, root) = libpq_compatible(url);
         let mut config = Config::from_str(&readable).map_err(|e| pg_error(&shown, e))?;
         // No sslmode given: none to this machine, a verified one to any other.
+        // To another host, `prefer` (which falls back to plain text when the
+        // answer says "no TLS", and anyone in the middle can say that) is
+        // `require`; an explicit `disable` is obeyed, and said.
+        let local = is_local(&config);
         if !url.contains("sslmode=") {
-            config.ssl_mode(if is_local(&config) {
+            config.ssl_mode(if local {
                 SslMode::Disable
             } else {
                 SslMode::Require
             });
+        } else if !local {
+            match config.get_ssl_mode() {
+                SslMode::Prefer => {
+                    config.ssl_mode(SslMode::Require);
+                }
+                SslMode::Disable => tracing::warn!(
+                    store = %shown,
+                    "sslmode=disable to another host: the state store's traffic (pins, \
+                     approvals) is not encrypted or authenticated"
+                ),
+                _ => {}
+            }
         }
+        // A stalled server must fail a check, not hang it: every statement and
+        // lock wait is bounded, and so is unacknowledged data on the socket.
+        if config.get_options().is_none() {
+            config.options("-c statement_timeout=10000 -c lock_timeout=10000");
+        }
+        config.tcp_user_timeout(Duration::from_secs(10));
+        config.keepalives(true);
         let tls = tls(root.as_deref()).map_err(|message| StoreError::Io {
             path: shown.clone().into(),
             message,
@@ -361,7 +388,8 @@ impl PgBackend {
 
     /// Run `f` on the connection (opened, or reopened after a loss, first).
     /// With `retry`, a call that finds the connection lost runs once more on a
-    /// new one: nothing of it was committed.
+    /// new one: only for reads and for writes that may be repeated (an upsert),
+    /// since a write whose answer was lost may have been committed.
     fn with<T: Send>(
         &self,
         retry: bool,
@@ -515,7 +543,7 @@ impl Backend for PgBackend {
         hash: &str,
         launch: &str,
     ) -> Result<Option<(String, String)>, StoreError> {
-        self.with(true, |c| {
+        self.with(false, |c| {
             let mut tx = c.transaction()?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LAUNCH_LOCK])?;
             let last = tx
@@ -663,6 +691,7 @@ impl Backend for PgBackend {
         &self,
         id: i64,
         plan: &mut (dyn FnMut(&QueueItem) -> Result<Decision, StoreError> + Send),
+        record: &mut RecordFn<'_>,
     ) -> Result<QueueItem, StoreError> {
         // Not retried on a lost connection: the plan writes the decision record.
         self.run(false, |c| {
@@ -704,6 +733,7 @@ impl Backend for PgBackend {
                     &[list, &item.server, &item.name, key, &d.note, &d.now, &id],
                 )?;
             }
+            let decision = record(&item).map_err(Failed::Store)?;
             let out = Self::item_by(
                 &mut tx,
                 &format!(
@@ -715,7 +745,7 @@ impl Backend for PgBackend {
                     &d.note,
                     &d.now,
                     &(d.remember as i64),
-                    &d.record.to_string(),
+                    &decision.to_string(),
                     &id,
                 ],
             )?
@@ -750,7 +780,7 @@ impl Backend for PgBackend {
         name: &str,
         fingerprint: &str,
     ) -> Result<Option<QueueItem>, StoreError> {
-        self.with(true, |c| {
+        self.with(false, |c| {
             Self::item_by(
                 c,
                 &format!(
@@ -892,7 +922,7 @@ impl Backend for PgBackend {
                 &format!(
                     "SELECT {TAINT_COLUMNS}, rev FROM taint WHERE rev > $1 ORDER BY rev LIMIT $2"
                 ),
-                &[&cursor, &TAINT_PAGE],
+                &[&cursor, &(TAINT_PAGE as i64)],
             )?;
             let mut next = cursor;
             let mut out = Vec::with_capacity(rows.len());

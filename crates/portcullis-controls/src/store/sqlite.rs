@@ -4,8 +4,8 @@
 //! lock before it reads.
 
 use super::{
-    json_col, Backend, Decision, NewItem, Pin, PinWrite, QueueItem, StoreError, StoredLabel,
-    TaintRow, PENDING, SCHEMA_VERSION,
+    json_col, Backend, Decision, NewItem, Pin, PinWrite, QueueItem, RecordFn, StoreError,
+    StoredLabel, TaintRow, PENDING, SCHEMA_VERSION,
 };
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
@@ -390,6 +390,7 @@ impl Backend for SqliteBackend {
         &self,
         id: i64,
         plan: &mut (dyn FnMut(&QueueItem) -> Result<Decision, StoreError> + Send),
+        record: &mut RecordFn<'_>,
     ) -> Result<QueueItem, StoreError> {
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let sq = self.sq();
@@ -434,6 +435,7 @@ impl Backend for SqliteBackend {
             )
             .map_err(&sq)?;
         }
+        let decision = record(&item)?;
         tx.execute(
             "UPDATE queue SET status = ?1, note = ?2, decided_at = ?3, remember = ?4, decision = ?5
              WHERE id = ?6",
@@ -442,7 +444,7 @@ impl Backend for SqliteBackend {
                 d.note,
                 d.now,
                 d.remember as i64,
-                d.record.to_string(),
+                decision.to_string(),
                 id
             ],
         )
