@@ -599,3 +599,21 @@ fn tls_is_required_to_another_host_unless_disabled() {
     // On loopback, no sslmode means no TLS (the test cluster offers none).
     Store::connect(&Location::Postgres(url)).unwrap();
 }
+
+/// A gateway opens, uses and drops its store on an async runtime's thread (at
+/// shutdown, too): the blocking client must not try to block there (found by a
+/// Python SDK client ending its stdio session with a gateway on PostgreSQL).
+#[test]
+fn a_store_used_and_dropped_on_an_async_runtime_is_quiet() {
+    let at = fresh_db("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let s = Store::connect(&at).unwrap();
+        s.set_pin("kit", "tool", "t", "h", &json!({}), None)
+            .unwrap();
+        assert!(s.pin("kit", "tool", "t").unwrap().is_some());
+        drop(s);
+    });
+}

@@ -457,6 +457,24 @@ impl PgBackend {
     }
 }
 
+impl Drop for PgBackend {
+    /// Closing the client blocks on its own runtime, which panics on an async
+    /// runtime's thread (a gateway shutting down drops its store there): close
+    /// it on a thread of its own.
+    fn drop(&mut self) {
+        let client = self
+            .client
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(c) = client {
+            std::thread::scope(|s| {
+                s.spawn(move || drop(c));
+            });
+        }
+    }
+}
+
 impl Backend for PgBackend {
     fn pin(&self, server: &str, kind: &str, name: &str) -> Result<Option<Pin>, StoreError> {
         self.with(true, |c| {
