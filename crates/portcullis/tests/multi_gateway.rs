@@ -353,4 +353,30 @@ async fn three_gateways_share_pins_reviews_and_taint_through_postgres() {
         gateways[i].assert_alive();
     }
     drop(clients);
+    // A graceful stop (SIGTERM) drops the store on the gateway's runtime: it
+    // exits cleanly, no panic.
+    for i in [0, 2] {
+        let g = &mut gateways[i];
+        let ok = Command::new("kill")
+            .args(["-TERM", &g.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = g.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "gateway {i} did not stop"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let err = g.stderr();
+        assert!(
+            status.success() && !err.contains("panicked"),
+            "gateway {i}: {status}\n{err}"
+        );
+    }
 }
