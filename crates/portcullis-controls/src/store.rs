@@ -654,6 +654,18 @@ impl Store {
     }
 }
 
+/// One round of the taint bound, the same in every backend and as the in-memory
+/// labels apply it (`TaintStore::trim`): `over` rows too many, `holders` the two
+/// servers holding the most rows `(server, rows)`, largest first. The server that
+/// loses rows (its non-sensitive, oldest first) and how many: down to the next
+/// largest holder at most, so a server's flood drops its own labels, never
+/// another server's share.
+pub(crate) fn trim_round(over: i64, holders: &[(String, i64)]) -> Option<(&str, i64)> {
+    let (server, n) = holders.first()?;
+    let next = holders.get(1).map_or(0, |h| h.1);
+    Some((server, over.min((n - next).max(1))))
+}
+
 /// A JSON column as stored (an unreadable one reads as null).
 fn json_col(s: String) -> Value {
     serde_json::from_str(&s).unwrap_or(Value::Null)

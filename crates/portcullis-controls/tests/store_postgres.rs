@@ -160,22 +160,18 @@ fn both_backends_answer_alike() {
             kept.len(),
             kept.iter().filter(|l| l.label.server == "alpha").count()
         ]));
-        let one = portcullis_controls::launch::Launch::new(
-            Some("srv"),
-            &["--a".to_string()],
-            None,
-            &Default::default(),
-            None,
-            &Default::default(),
-        );
-        let two = portcullis_controls::launch::Launch::new(
-            Some("srv"),
-            &["--b".to_string()],
-            None,
-            &Default::default(),
-            None,
-            &Default::default(),
-        );
+        let launch = |arg: &str| {
+            let none = Default::default();
+            portcullis_controls::launch::Launch::new(
+                Some("srv"),
+                &[arg.to_string()],
+                None,
+                &none,
+                None,
+                &none,
+            )
+        };
+        let (one, two) = (launch("--a"), launch("--b"));
         out.push(json!([
             s.record_launch("kit", &one).unwrap().is_none(),
             s.record_launch("kit", &two)

@@ -187,6 +187,14 @@ pub fn review_record(
     )
 }
 
+/// The review item holding exactly one version of a definition (pending, or
+/// denied), as the verdict names it.
+struct HeldItem {
+    queue_id: i64,
+    record_id: String,
+    why: String,
+}
+
 /// Taint labels the writer keeps while the store cannot take them.
 const MAX_UNWRITTEN_LABELS: usize = 65_536;
 
@@ -1171,36 +1179,33 @@ impl Structural {
         };
         // Held: reuse the pending (or denied) item for exactly this version.
         if let Some(held) = self.held_already(server, name, &hash)? {
-            if let Verdict::Held {
-                record_id,
-                queue_id,
-                why,
-            } = &held
-            {
-                if self.first_hold_here(server, kind, name, &hash) {
-                    // Filed by another gateway on the shared store, or by an
-                    // earlier run: this gateway records its own hold once, naming
-                    // the item, so its log explains what it withholds.
-                    let (what, rule, _) =
-                        self.hold_summary(what, kind, name, &changes, previous.as_ref(), None);
-                    inspector
-                        .structural(
-                            channel,
-                            server,
-                            Some(name),
-                            definition,
-                            hold_findings(what, rule, name, &changes),
-                            Status::Review,
-                            Action::Hold,
-                            vec![format!(
-                                "{why} (review item {}, filed with record {record_id})",
-                                queue_id.unwrap_or_default()
-                            )],
-                        )
-                        .await?;
-                }
+            if self.first_hold_here(server, kind, name, &hash) {
+                // Filed by another gateway on the shared store, or by an earlier
+                // run: this gateway records its own hold once, naming the item,
+                // so its log explains what it withholds.
+                let (what, rule, _) =
+                    self.hold_summary(what, kind, name, &changes, previous.as_ref(), None);
+                inspector
+                    .structural(
+                        channel,
+                        server,
+                        Some(name),
+                        definition,
+                        hold_findings(what, rule, name, &changes),
+                        Status::Review,
+                        Action::Hold,
+                        vec![format!(
+                            "{} (review item {}, filed with record {})",
+                            held.why, held.queue_id, held.record_id
+                        )],
+                    )
+                    .await?;
             }
-            return Ok(held);
+            return Ok(Verdict::Held {
+                record_id: held.record_id,
+                queue_id: Some(held.queue_id),
+                why: held.why,
+            });
         }
         // A definition that changed (or was renamed) together with the server's
         // launch is filed as such: still held, but not presented as a rug pull.
@@ -1387,26 +1392,23 @@ impl Structural {
         server: &str,
         name: &str,
         hash: &str,
-    ) -> Result<Option<Verdict>, StoreError> {
+    ) -> Result<Option<HeldItem>, StoreError> {
         let Some(item) = self
             .store
             .latest(store::kind::DEFINITION, server, name, hash)?
         else {
             return Ok(None);
         };
-        Ok(match item.status.as_str() {
-            store::PENDING => Some(Verdict::Held {
-                record_id: item.record_id,
-                queue_id: Some(item.id),
-                why: item.summary,
-            }),
-            store::DENIED => Some(Verdict::Held {
-                record_id: item.record_id,
-                queue_id: Some(item.id),
-                why: format!("denied at review: {}", item.summary),
-            }),
-            _ => None,
-        })
+        let why = match item.status.as_str() {
+            store::PENDING => item.summary,
+            store::DENIED => format!("denied at review: {}", item.summary),
+            _ => return Ok(None),
+        };
+        Ok(Some(HeldItem {
+            queue_id: item.id,
+            record_id: item.record_id,
+            why,
+        }))
     }
 
     /// What a held definition is (`changed`, `renamed`, `launch_changed`,

@@ -7,6 +7,7 @@ pub mod config;
 pub mod injections;
 pub mod interop;
 pub mod pg;
+pub mod process;
 pub mod scaffold;
 pub mod server;
 

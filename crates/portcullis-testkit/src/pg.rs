@@ -53,13 +53,6 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(54329)
-}
-
 impl Cluster {
     /// A new cluster, started, with a `portcullis` superuser that connects
     /// without a password (trust, loopback and socket only).
@@ -73,7 +66,7 @@ impl Cluster {
         let cluster = Cluster {
             dir,
             bin,
-            port: free_port(),
+            port: crate::process::free_port().map_err(|e| format!("a free port: {e}"))?,
             as_postgres,
             extra: Default::default(),
         };

@@ -10,11 +10,10 @@ use portcullis_testkit::injections;
 use portcullis_testkit::interop::{node, npm_file, require_interop};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-use support::{portcullis, testserver};
+use support::{portcullis, testserver, HttpTestServer};
 
 fn run(args: &[&str], cwd: &Path) -> Output {
     Command::new(portcullis())
@@ -323,51 +322,6 @@ fn scan_structural_runs_the_same_analysis_on_a_list_of_tools() {
     assert_eq!(positions, (0..records.len() as u64).collect::<Vec<_>>());
 }
 
-/// A testserver over Streamable HTTP; killed on drop.
-struct HttpServer {
-    child: std::process::Child,
-    url: String,
-}
-
-impl HttpServer {
-    fn start() -> HttpServer {
-        let mut child = Command::new(testserver())
-            .args([
-                "--transport",
-                "http",
-                "--listen",
-                "127.0.0.1:0",
-                "--profile",
-                "benign",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the test server");
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(u) = line.strip_prefix("listening on ") {
-                    let _ = tx.send(u.trim().to_string());
-                }
-            }
-        });
-        let url = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the server's URL");
-        HttpServer { child, url }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// List a server the way `audit` does (also what proves a wrapped entry runs).
 fn list(name: &str, command: &str, args: &[String], env: &[(&str, &Path)]) -> Value {
     let mut cfg = ServerConfig::stdio(name, command, args);
@@ -392,7 +346,7 @@ fn tool_names(listing: &Value) -> Vec<String> {
 #[test]
 fn wrapped_entries_run_behind_the_proxy_and_unwrap_restores_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    let http = HttpServer::start();
+    let http = HttpTestServer::start(&["--profile", "benign"]);
     let cfg = dir.path().join("claude_desktop_config.json");
     let original = format!(
         "{{\n  \"mcpServers\": {{\n    \"notes\": {{\n      \"command\": {},\n      \"args\": [\"--profile\", \"benign\", \"--rename\", \"echo=say it ☕\"]\n    }},\n    \"remote\": {{\n      \"url\": {},\n      \"headers\": {{\"X-Trace\": \"a b\"}}\n    }}\n  }},\n  \"theme\": \"dark\"\n}}\n",

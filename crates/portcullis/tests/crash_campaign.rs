@@ -23,15 +23,12 @@ mod support;
 
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{testserver, HttpProxy};
+use support::{http_client, testserver, HttpProxy};
 
 const SESSIONS: usize = 16;
 
@@ -40,14 +37,6 @@ fn rounds() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5)
-}
-
-async fn connect(url: &str) -> RunningService<RoleClient, ()> {
-    ().serve(StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(url),
-    ))
-    .await
-    .expect("initialize over HTTP through the gateway")
 }
 
 async fn call(
@@ -114,7 +103,7 @@ async fn sigkill_under_16_sessions_every_delivered_result_has_its_record() {
         .unwrap();
         let mut clients = Vec::new();
         for _ in 0..SESSIONS {
-            clients.push(Arc::new(connect(&gw.url).await));
+            clients.push(Arc::new(http_client(&gw.url).await));
         }
         let stop = Arc::new(AtomicBool::new(false));
         let done = Arc::new(AtomicUsize::new(0));
@@ -238,7 +227,7 @@ max_restarts = 10
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();
     for s in 0..busy {
-        let client = connect(&url).await;
+        let client = http_client(&url).await;
         let stop = stop.clone();
         workers.push(tokio::spawn(async move {
             let mut c = Counts::default();
@@ -262,7 +251,7 @@ max_restarts = 10
         ("big", json!({"mib": 8})),
         ("crash", json!({})),
     ] {
-        let client = connect(&url).await;
+        let client = http_client(&url).await;
         faults.push(tokio::spawn(async move {
             let mut outcomes = Vec::new();
             for _ in 0..3 {
@@ -289,7 +278,7 @@ max_restarts = 10
     }
     // A client that goes away in the middle of a slow call, three times.
     for _ in 0..3 {
-        let client = connect(&url).await;
+        let client = http_client(&url).await;
         let mut params = CallToolRequestParams::new("slow");
         params.arguments = json!({"ms": 1500}).as_object().cloned();
         let pending = tokio::spawn(async move {

@@ -18,56 +18,15 @@ mod support;
 
 use portcullis_testkit::pg::Cluster;
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService, ServiceExt};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::service::{RoleClient, RunningService};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
-use support::{portcullis, records, testserver, text_of, HttpProxy};
+use support::{
+    http_client, pending_of, records, review_of, testserver, text_of, HttpProxy, HttpTestServer,
+};
 
 const TOKEN: &str = "PCX-7Q2M9ZK4T-ORIGIN";
-
-/// The test server over Streamable HTTP, killed on drop.
-struct Upstream {
-    child: Child,
-    url: String,
-}
-
-impl Upstream {
-    fn start(args: &[&str]) -> Upstream {
-        let mut child = Command::new(testserver())
-            .args(["--transport", "http", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn the test server");
-        let err = child.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if let Some(u) = line.split("listening on ").nth(1) {
-                    let _ = tx.send(u.trim().to_string());
-                }
-            }
-        });
-        let url = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the test server's listening line");
-        Upstream { child, url }
-    }
-}
-
-impl Drop for Upstream {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn gateway(state_url: &str, upstream: &str) -> HttpProxy {
     let dir = tempfile::tempdir().unwrap();
@@ -85,14 +44,6 @@ fn gateway(state_url: &str, upstream: &str) -> HttpProxy {
     )
     .unwrap();
     HttpProxy::start_in(dir, &["--config".into(), "gateway.toml".into()], &[])
-}
-
-async fn connect(url: &str) -> RunningService<RoleClient, ()> {
-    ().serve(StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(url),
-    ))
-    .await
-    .expect("initialize over HTTP through the gateway")
 }
 
 async fn call(
@@ -150,22 +101,6 @@ where
     }
 }
 
-fn review(config: &Path, args: &[&str]) -> String {
-    let out = Command::new(portcullis())
-        .arg("review")
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .output()
-        .expect("run portcullis review");
-    assert!(
-        out.status.success(),
-        "portcullis review {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn blocked(r: &Result<Value, String>) -> bool {
     match r {
         Ok(v) => v["isError"] == true && !text_of(v).contains("fwd"),
@@ -177,11 +112,11 @@ fn blocked(r: &Result<Value, String>) -> bool {
 async fn three_gateways_share_pins_reviews_and_taint_through_postgres() {
     let pg = Cluster::start().unwrap_or_else(|e| panic!("{e}"));
     let url = pg.create_db("team").unwrap();
-    let upstream = Upstream::start(&["--profile", "benign", "--quietpull"]);
+    let upstream = HttpTestServer::start(&["--profile", "benign", "--quietpull"]);
     let mut gateways: Vec<HttpProxy> = (0..3).map(|_| gateway(&url, &upstream.url)).collect();
     let mut clients = Vec::new();
     for g in &gateways {
-        clients.push(connect(&g.url).await);
+        clients.push(http_client(&g.url).await);
     }
     let config = gateways[0].dir.path().join("gateway.toml");
 
@@ -203,7 +138,7 @@ async fn three_gateways_share_pins_reviews_and_taint_through_postgres() {
     assert_ne!(r["isError"], true, "{r}");
     // The upstream now serves the changed version to everyone; every gateway
     // holds it and keeps showing the pinned one.
-    let direct = connect(&upstream.url).await;
+    let direct = http_client(&upstream.url).await;
     let served = direct
         .peer()
         .list_all_tools()
@@ -233,10 +168,7 @@ async fn three_gateways_share_pins_reviews_and_taint_through_postgres() {
             .count();
         assert_eq!(holds, 1, "one hold record per gateway");
     }
-    let pending: Vec<Value> = review(&config, &["list", "--json"])
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let pending = pending_of("--config", &config);
     let items: Vec<&Value> = pending
         .iter()
         .filter(|i| i["server"] == "kit" && i["name"] == "unit_convert")
@@ -249,7 +181,8 @@ async fn three_gateways_share_pins_reviews_and_taint_through_postgres() {
     let id = items[0]["id"].as_i64().unwrap().to_string();
 
     // One approval, through gateway 0's configuration: released on all three.
-    review(
+    review_of(
+        "--config",
         &config,
         &["approve", &id, "--note", "checked once for the team"],
     );

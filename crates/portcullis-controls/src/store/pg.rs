@@ -11,15 +11,16 @@
 //! follow ([`Backend::taint_since`]) become visible in order.
 //!
 //! The client blocks; a call made on an async runtime's thread would panic in
-//! the client's own runtime, so every call runs on a scoped thread of its own.
+//! the client's own runtime, so every call (and closing the client) runs on a
+//! scoped thread of its own (`off_runtime`).
 //! A lost connection is reopened on the next call (and a call that found it
 //! lost is tried once more on the new one, except a decision, whose record is
 //! already written); while the server is down every call fails, and the
 //! gateway's checks that need the store fail closed.
 
 use super::{
-    redact_url, Backend, Decision, NewItem, Pin, PinWrite, QueueItem, RecordFn, StoreError,
-    StoredLabel, TaintRow, PENDING, SCHEMA_VERSION,
+    redact_url, trim_round, Backend, Decision, NewItem, Pin, PinWrite, QueueItem, RecordFn,
+    StoreError, StoredLabel, TaintRow, PENDING, SCHEMA_VERSION,
 };
 use postgres::config::{Host, SslMode};
 use postgres::{Client, Config, GenericClient, Row};
@@ -405,40 +406,37 @@ impl PgBackend {
     ) -> Result<T, StoreError> {
         let mut slot = self.client.lock().unwrap_or_else(|p| p.into_inner());
         let slot = &mut *slot;
-        let out = std::thread::scope(|s| {
-            s.spawn(|| -> Result<T, StoreError> {
-                let mut attempts = if retry { 2 } else { 1 };
-                loop {
-                    attempts -= 1;
-                    let client = match slot {
-                        Some(c) if !c.is_closed() => c,
-                        _ => {
+        let out = off_runtime(|| -> Result<T, StoreError> {
+            let mut attempts = if retry { 2 } else { 1 };
+            loop {
+                attempts -= 1;
+                let client = match slot {
+                    Some(c) if !c.is_closed() => c,
+                    _ => {
+                        *slot = None;
+                        slot.insert(
+                            self.config
+                                .connect(self.tls.clone())
+                                .map_err(|e| self.db_error(e))?,
+                        )
+                    }
+                };
+                match f(client) {
+                    Ok(v) => return Ok(v),
+                    Err(Failed::Store(e)) => return Err(e),
+                    Err(Failed::Db(e)) => {
+                        let lost = e.is_closed() || client.is_closed();
+                        if lost {
                             *slot = None;
-                            slot.insert(
-                                self.config
-                                    .connect(self.tls.clone())
-                                    .map_err(|e| self.db_error(e))?,
-                            )
                         }
-                    };
-                    match f(client) {
-                        Ok(v) => return Ok(v),
-                        Err(Failed::Store(e)) => return Err(e),
-                        Err(Failed::Db(e)) => {
-                            let lost = e.is_closed() || client.is_closed();
-                            if lost {
-                                *slot = None;
-                            }
-                            if !(lost && attempts > 0) {
-                                return Err(self.db_error(e));
-                            }
-                            tracing::warn!(store = %self.shown, error = %e,
+                        if !(lost && attempts > 0) {
+                            return Err(self.db_error(e));
+                        }
+                        tracing::warn!(store = %self.shown, error = %e,
                                 "state store connection lost; reconnecting");
-                        }
                     }
                 }
-            })
-            .join()
+            }
         });
         out.unwrap_or_else(|_| {
             Err(StoreError::Io {
@@ -457,10 +455,15 @@ impl PgBackend {
     }
 }
 
+/// Runs `f` on a thread of its own and waits for it. The blocking client blocks
+/// on its own runtime (to query, and to close when dropped), which panics on an
+/// async runtime's thread: the gateway calls its store, and drops it at
+/// shutdown, on one.
+fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> std::thread::Result<T> {
+    std::thread::scope(|s| s.spawn(f).join())
+}
+
 impl Drop for PgBackend {
-    /// Closing the client blocks on its own runtime, which panics on an async
-    /// runtime's thread (a gateway shutting down drops its store there): close
-    /// it on a thread of its own.
     fn drop(&mut self) {
         let client = self
             .client
@@ -468,9 +471,7 @@ impl Drop for PgBackend {
             .unwrap_or_else(|p| p.into_inner())
             .take();
         if let Some(c) = client {
-            std::thread::scope(|s| {
-                s.spawn(move || drop(c));
-            });
+            let _ = off_runtime(move || drop(c));
         }
     }
 }
@@ -878,28 +879,24 @@ impl Backend for PgBackend {
             if expire_before > 0 {
                 tx.execute("DELETE FROM taint WHERE seen < $1", &[&expire_before])?;
             }
-            // The bound, as the SQLite backend applies it: a flood drops the
-            // flooding server's own labels first.
+            // Drop rows beyond `max`, in rounds of `trim_round`.
             let rows: i64 = tx
                 .query_one("SELECT count(*) FROM taint", &[])?
                 .try_get(0)?;
             let mut over = rows - max;
             while over > 0 {
-                let holders = tx.query(
-                    "SELECT server, count(*) AS n FROM taint GROUP BY server
-                     ORDER BY n DESC, server ASC LIMIT 2",
-                    &[],
-                )?;
-                let Some(first) = holders.first() else {
+                let holders = tx
+                    .query(
+                        "SELECT server, count(*) AS n FROM taint GROUP BY server
+                         ORDER BY n DESC, server ASC LIMIT 2",
+                        &[],
+                    )?
+                    .iter()
+                    .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+                    .collect::<Result<Vec<(String, i64)>, postgres::Error>>()?;
+                let Some((server, k)) = trim_round(over, &holders) else {
                     break;
                 };
-                let server: String = first.try_get(0)?;
-                let n: i64 = first.try_get(1)?;
-                let next = match holders.get(1) {
-                    Some(h) => h.try_get::<_, i64>(1)?,
-                    None => 0,
-                };
-                let k = over.min((n - next).max(1));
                 let gone = tx.execute(
                     "DELETE FROM taint WHERE digest IN
                      (SELECT digest FROM taint WHERE server = $1

@@ -4,8 +4,8 @@
 //! lock before it reads.
 
 use super::{
-    json_col, Backend, Decision, NewItem, Pin, PinWrite, QueueItem, RecordFn, StoreError,
-    StoredLabel, TaintRow, PENDING, SCHEMA_VERSION,
+    json_col, trim_round, Backend, Decision, NewItem, Pin, PinWrite, QueueItem, RecordFn,
+    StoreError, StoredLabel, TaintRow, PENDING, SCHEMA_VERSION,
 };
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
@@ -580,11 +580,7 @@ impl Backend for SqliteBackend {
                 )?;
             }
             // Drop rows beyond `max` (a count, then only what is over: cheap in
-            // the common case of nothing to drop) as the in-memory store does
-            // (`TaintStore::trim`): from the server holding the most rows, down
-            // to the next largest holder at most per round, its non-sensitive
-            // rows first and oldest first, so a server's flood drops its own
-            // labels, never another server's share.
+            // the common case of nothing to drop), in rounds of `trim_round`.
             let rows: i64 = tx.query_row("SELECT count(*) FROM taint", [], |r| r.get(0))?;
             let mut over = rows - max as i64;
             while over > 0 {
@@ -596,11 +592,9 @@ impl Backend for SqliteBackend {
                     let it = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
                     it.collect::<rusqlite::Result<_>>()?
                 };
-                let Some((server, n)) = holders.first().cloned() else {
+                let Some((server, k)) = trim_round(over, &holders) else {
                     break;
                 };
-                let next = holders.get(1).map_or(0, |h| h.1);
-                let k = over.min((n - next).max(1));
                 let gone = tx.execute(
                     "DELETE FROM taint WHERE rowid IN
                      (SELECT rowid FROM taint WHERE server = ?1

@@ -28,6 +28,7 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
+use portcullis_testkit::process::{free_port, sibling, spawn_listening, vm_rss_kib};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -38,7 +39,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 #[derive(Parser)]
@@ -165,18 +165,6 @@ impl Samples {
     }
 }
 
-fn sibling(name: &str) -> Result<PathBuf> {
-    let exe = std::env::current_exe().context("locating this binary")?;
-    let dir = exe
-        .parent()
-        .ok_or_else(|| anyhow!("binary has no directory"))?;
-    let p = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    if !p.is_file() {
-        bail!("{} not found (build it, or pass its path)", p.display());
-    }
-    Ok(p)
-}
-
 async fn stdio_client(cmd: &Path, args: &[String]) -> Result<(Client, Child)> {
     let mut child = Command::new(cmd)
         .args(args)
@@ -218,38 +206,6 @@ async fn http_clients(url: &str, n: usize, keep_alive: bool) -> Result<Vec<Clien
         v.push(c);
     }
     Ok(v)
-}
-
-/// Spawns a process that prints `…listening on http://ADDR/PATH` on stderr; returns
-/// the URL. Its stderr keeps being drained.
-async fn spawn_http(mut cmd: Command, prefix: &str) -> Result<(Child, String)> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().context("spawning an HTTP server")?;
-    let err = child.stderr.take().ok_or_else(|| anyhow!("no stderr"))?;
-    let mut lines = BufReader::new(err).lines();
-    let url = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await? {
-            if let Some(pos) = line.find(prefix) {
-                return Ok::<_, std::io::Error>(Some(
-                    line[pos + prefix.len()..].trim().to_string(),
-                ));
-            }
-        }
-        Ok(None)
-    })
-    .await
-    .context("waiting for the listening line")??
-    .ok_or_else(|| anyhow!("the server exited before listening"))?;
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok((child, url))
-}
-
-fn free_port() -> Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(l.local_addr()?.port())
 }
 
 /// server-everything over Streamable HTTP on a free port (it prints no usable line;
@@ -363,7 +319,7 @@ impl Env {
             if self.keep_alive {
                 cmd.arg("keep-alive");
             }
-            spawn_http(cmd, "relay: listening on ").await?
+            spawn_listening(cmd, "relay: listening on ").await?
         } else {
             let mut cmd = Command::new(&self.portcullis);
             cmd.args(["proxy", "--listen", "127.0.0.1:0", "--no-stdio", "--config"])
@@ -375,7 +331,7 @@ impl Env {
                 cmd.arg("--detector").arg(d);
             }
             cmd.args(&self.gateway_args);
-            spawn_http(cmd, "portcullis: listening on ").await?
+            spawn_listening(cmd, "portcullis: listening on ").await?
         };
         let pid = gchild.id();
         let direct = http_clients(upstream_url, self.concurrency, self.keep_alive).await?;
@@ -490,16 +446,6 @@ async fn measure(
         }
     }
     Ok((d, p))
-}
-
-fn vm_rss_kib(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    s.lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
 }
 
 fn payload(kib: u32) -> Tool {
@@ -645,7 +591,7 @@ async fn run_in(args: &Args, tmp: &Path) -> Result<String> {
             "http" => {
                 let mut cmd = Command::new(&env.testserver);
                 cmd.args(["--transport", "http", "--listen", "127.0.0.1:0"]);
-                let (_server, url) = spawn_http(cmd, "listening on ").await?;
+                let (_server, url) = spawn_listening(cmd, "listening on ").await?;
                 let (d, p) = env.http_pair("http-kit", &url).await?;
                 cells(&env, "http", &payloads, &d, &p, args, &mut rows).await?;
                 // The relay's memory says nothing about the gateway's.

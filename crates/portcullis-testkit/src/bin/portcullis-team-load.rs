@@ -13,6 +13,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use portcullis_testkit::pg::Cluster;
+use portcullis_testkit::process::{sibling, spawn_listening, vm_rss_kib};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -20,10 +21,8 @@ use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 #[derive(Parser)]
 #[command(about = "Load test: gateways sharing one PostgreSQL, many sessions, bounded time")]
@@ -49,54 +48,6 @@ struct Args {
     /// The `portcullis-testserver` binary (default: next to this one).
     #[arg(long)]
     testserver: Option<PathBuf>,
-}
-
-fn sibling(name: &str) -> Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let p = exe
-        .parent()
-        .ok_or_else(|| anyhow!("no directory of {}", exe.display()))?
-        .join(name);
-    if !p.is_file() {
-        bail!("{} not found (build it, or give its path)", p.display());
-    }
-    Ok(p)
-}
-
-/// Spawns `cmd`, waits for a stderr line containing "listening on ", returns
-/// the URL after it; the rest of stderr is drained.
-async fn spawn_listening(mut cmd: Command, what: &str) -> Result<(Child, String)> {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("spawn {what}"))?;
-    let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
-    let url = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await? {
-            if let Some(u) = line.split("listening on ").nth(1) {
-                return Ok::<_, anyhow::Error>(u.trim().to_string());
-            }
-        }
-        bail!("{what} exited before listening")
-    })
-    .await
-    .with_context(|| format!("{what}: no listening line in 60 s"))??;
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok((child, url))
-}
-
-fn vm_rss_kib(pid: u32) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()?
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
 }
 
 /// The postmaster of the cluster in `dir` and every process it started.
@@ -180,7 +131,7 @@ async fn main() -> Result<()> {
         "--profile",
         "benign",
     ]);
-    let (_upstream, upstream_url) = spawn_listening(up, "the test server").await?;
+    let (_upstream, upstream_url) = spawn_listening(up, "listening on ").await?;
 
     let work = tempfile::tempdir()?;
     let mut gateways = Vec::new();
@@ -198,7 +149,7 @@ async fn main() -> Result<()> {
         let mut cmd = Command::new(&portcullis);
         cmd.args(["proxy", "--config", "gateway.toml"])
             .current_dir(&dir);
-        let (child, url) = spawn_listening(cmd, "portcullis proxy").await?;
+        let (child, url) = spawn_listening(cmd, "listening on ").await?;
         let pid = child.id().context("gateway pid")?;
         eprintln!("load: gateway {g} pid {pid} at {url}");
         gateways.push((child, url, dir, pid));

@@ -32,10 +32,16 @@ pub fn raw_http(addr: &str, request: &str) -> (u16, String) {
 
 /// `portcullis review --state STATE ARGS`; its stdout, and it must succeed.
 pub fn review(state: &Path, args: &[&str]) -> String {
+    review_of("--state", state, args)
+}
+
+/// `portcullis review WHICH PATH ARGS` (`--state FILE` or `--config gateway.toml`);
+/// its stdout, and it must succeed.
+pub fn review_of(which: &str, path: &Path, args: &[&str]) -> String {
     let out = Command::new(portcullis())
         .arg("review")
-        .arg("--state")
-        .arg(state)
+        .arg(which)
+        .arg(path)
         .args(args)
         .output()
         .expect("run portcullis review");
@@ -49,7 +55,12 @@ pub fn review(state: &Path, args: &[&str]) -> String {
 
 /// The pending review items (`review list --json`).
 pub fn pending(state: &Path) -> Vec<Value> {
-    review(state, &["list", "--json"])
+    pending_of("--state", state)
+}
+
+/// The pending review items of the store `review WHICH PATH` names.
+pub fn pending_of(which: &str, path: &Path) -> Vec<Value> {
+    review_of(which, path, &["list", "--json"])
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
@@ -374,4 +385,57 @@ pub fn text_of(result: &Value) -> String {
         .as_str()
         .unwrap_or_default()
         .to_string()
+}
+
+/// The project's test server over Streamable HTTP (`--transport http` on a free
+/// loopback port, then ARGS); killed on drop.
+pub struct HttpTestServer {
+    pub child: Child,
+    /// `http://127.0.0.1:PORT/mcp`
+    pub url: String,
+}
+
+impl HttpTestServer {
+    pub fn start(args: &[&str]) -> HttpTestServer {
+        let mut child = Command::new(testserver())
+            .args(["--transport", "http", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the test server");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(u) = line.strip_prefix("listening on ") {
+                    let _ = tx.send(u.trim().to_string());
+                }
+            }
+        });
+        let url = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the test server's listening line");
+        HttpTestServer { child, url }
+    }
+}
+
+impl Drop for HttpTestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An rmcp client session over Streamable HTTP (no token).
+pub async fn http_client(
+    url: &str,
+) -> rmcp::service::RunningService<rmcp::service::RoleClient, ()> {
+    use rmcp::ServiceExt;
+    ().serve(rmcp::transport::StreamableHttpClientTransport::from_config(
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url),
+    ))
+    .await
+    .expect("initialize over Streamable HTTP")
 }
