@@ -144,7 +144,24 @@ pub const REGISTERS: &[&str] = &[
     "translation_mix",
     "schema_key_or_enum",
     "few_shot",
+    // Payload brief 4 (corpus/payloads-next/BRIEF.md) adds these.
+    "sql_comment",
+    "docstring",
+    "chat_transcript",
+    "calendar_invite",
+    "spreadsheet_note",
+    "api_doc",
+    "readme_section",
 ];
+/// A malicious record's category: one of [`MALICIOUS_CATEGORIES`], or a mix of
+/// them (`PI-UI`, `exfiltration-concealment`), every part one.
+pub fn is_malicious_category(category: &str) -> bool {
+    MALICIOUS_CATEGORIES.contains(&category)
+        || category
+            .split('-')
+            .all(|part| MALICIOUS_CATEGORIES.contains(&part))
+}
+
 pub const MALICIOUS_CATEGORIES: &[&str] = &[
     "PI",
     "PM",
@@ -198,7 +215,7 @@ impl Record {
             _ => return Err("needs a non-empty `text` (and no `tool`)".into()),
         }
         match self.label {
-            Label::Malicious if !MALICIOUS_CATEGORIES.contains(&self.category.as_str()) => {
+            Label::Malicious if !is_malicious_category(&self.category) => {
                 return Err(format!("unknown malicious category {:?}", self.category))
             }
             Label::Benign => {

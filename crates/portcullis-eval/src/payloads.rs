@@ -8,7 +8,7 @@
 //! corpus or the detector (brief 3), so they are rules-blind by construction.
 
 use crate::corpus::{
-    CorpusError, Label, LineError, HARD_NEGATIVE_KINDS, MALICIOUS_CATEGORIES, REGISTERS,
+    is_malicious_category, CorpusError, Label, LineError, HARD_NEGATIVE_KINDS, REGISTERS,
 };
 use serde::Deserialize;
 use std::collections::HashSet;
@@ -58,7 +58,7 @@ impl Payload {
             return Err("needs a non-empty id and text".into());
         }
         let category_ok = match self.label {
-            Label::Malicious => MALICIOUS_CATEGORIES.contains(&self.category.as_str()),
+            Label::Malicious => is_malicious_category(&self.category),
             Label::Benign => {
                 self.category == "benign"
                     || self

@@ -395,3 +395,28 @@ fn staged_payloads_are_well_formed_and_new() {
         "{languages:?} {registers:?}"
     );
 }
+
+/// A mix of malicious categories (payload brief 4 allows `PI-UI`,
+/// `exfiltration-concealment`) is a category when every part is one.
+#[test]
+fn a_mix_of_malicious_categories_is_one() {
+    use portcullis_eval::corpus::is_malicious_category;
+    for ok in [
+        "PI",
+        "PI-UI",
+        "exfiltration-concealment",
+        "RI-exfiltration-concealment",
+    ] {
+        assert!(is_malicious_category(ok), "{ok}");
+    }
+    for bad in [
+        "PI-",
+        "-PI",
+        "benign",
+        "PI-foo",
+        "",
+        "hard_negative:security_docs",
+    ] {
+        assert!(!is_malicious_category(bad), "{bad}");
+    }
+}
