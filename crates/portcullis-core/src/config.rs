@@ -150,6 +150,16 @@ pub struct EmbeddingConfig {
     /// Content tokens per chunk of a long text (1..=254; chunks end on sentence
     /// boundaries where one fits).
     pub chunk_tokens: usize,
+    /// A cascade: when above 0, the stage reads an item only when an earlier
+    /// stage scored it at least this much or found something on it, so the cheap
+    /// stages clear most traffic and the model reads the rest. 0 (the default) =
+    /// every item.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub gate: f64,
+    /// Bytes of an item the stage reads at most (at least 1024): a longer text is
+    /// read as its first and last halves of this, and the record says how many
+    /// bytes were left unread. The cheap stages read every byte.
+    pub max_bytes: usize,
     /// What runs the model: `onnx` (ONNX Runtime, the default) or `candle`.
     pub backend: EmbeddingBackend,
     /// The ONNX Runtime library for backend `onnx` (`scripts/fetch-models.sh`
@@ -183,6 +193,10 @@ impl std::str::FromStr for EmbeddingBackend {
     }
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
 impl Default for EmbeddingConfig {
     fn default() -> Self {
         EmbeddingConfig {
@@ -193,6 +207,8 @@ impl Default for EmbeddingConfig {
             index: None,
             k: 5,
             chunk_tokens: 254,
+            gate: 0.0,
+            max_bytes: 64 * 1024,
             backend: EmbeddingBackend::Onnx,
             onnxruntime: "models/onnxruntime/libonnxruntime.so.1.22.1".into(),
         }
@@ -462,6 +478,13 @@ impl Config {
         unit("egress.result_weight", self.egress.result_weight)?;
         unit("lexical.weight", self.lexical.weight)?;
         unit("embedding.weight", self.embedding.weight)?;
+        unit("embedding.gate", self.embedding.gate)?;
+        if self.embedding.max_bytes < 1024 {
+            return Err(CoreError::ConfigInvalid(format!(
+                "embedding.max_bytes must be at least 1024, got {}",
+                self.embedding.max_bytes
+            )));
+        }
         if !(1..=254).contains(&self.embedding.chunk_tokens) {
             return Err(CoreError::ConfigInvalid(format!(
                 "embedding.chunk_tokens must be within 1..=254, got {}",

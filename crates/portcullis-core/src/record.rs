@@ -130,6 +130,9 @@ pub struct Evidence {
     pub path: Option<String>,
     /// Number of chunks the text was cut into.
     pub chunks: usize,
+    /// Bytes of a long text the stage did not read (its read limit).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unread_bytes: usize,
     pub deciding_chunk: ChunkEvidence,
     pub neighbours: Vec<NeighbourEvidence>,
 }
@@ -192,6 +195,10 @@ impl DecisionRecord {
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

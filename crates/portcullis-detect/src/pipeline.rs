@@ -377,6 +377,7 @@ impl Detector {
         for (index, item) in items.iter().enumerate() {
             let (kind, target) = kind_and_target(item.channel, item.is_key);
             let t = Instant::now();
+            let norm_before = norm.findings.len();
             let mut normalized = normalize(&item.text, kind, &self.config.normalize);
             let found = std::mem::take(&mut normalized.findings);
             norm.findings.extend(with_path(found, item));
@@ -415,8 +416,17 @@ impl Detector {
                 target,
                 allowlisted,
             });
+            // What the stages before this one made of the item, for a gated stage.
+            let mut earlier_score = 0.0f64;
+            let mut earlier_found = norm.findings.len() > norm_before;
             for (stage, acc) in self.stages.iter().zip(accs.iter_mut()) {
                 if !stage.applies(item) {
+                    continue;
+                }
+                if stage
+                    .gate()
+                    .is_some_and(|g| !earlier_found && earlier_score < g)
+                {
                     continue;
                 }
                 let t = Instant::now();
@@ -425,6 +435,8 @@ impl Detector {
                     _ => &input,
                 };
                 let result = stage.run(input);
+                earlier_found |= !result.findings.is_empty();
+                earlier_score = earlier_score.max(result.score.unwrap_or(0.0));
                 acc.findings.extend(with_path(result.findings, item));
                 // A structure's learned score is its most suspicious field's.
                 if let Some(s) = result.score {

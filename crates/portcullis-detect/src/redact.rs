@@ -105,6 +105,7 @@ mod tests {
         stage.evidence = Some(Evidence {
             path: Some(format!("$.{GITHUB}")),
             chunks: 1,
+            unread_bytes: 0,
             deciding_chunk: ChunkEvidence {
                 index: 0,
                 span: Span { start: 0, end: 1 },

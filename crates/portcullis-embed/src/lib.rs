@@ -54,6 +54,8 @@ pub struct ChunkScore {
 pub struct TextScore {
     pub probability: f64,
     pub chunks: usize,
+    /// Bytes of the text past the read limit that were not read.
+    pub unread_bytes: usize,
     pub deciding: ChunkScore,
     pub neighbours: Vec<Neighbour>,
 }
@@ -66,6 +68,7 @@ pub struct Classifier {
     index: Option<Index>,
     k: usize,
     window: usize,
+    max_bytes: usize,
 }
 
 /// Where a [`Classifier`] comes from.
@@ -81,6 +84,8 @@ pub struct ClassifierSpec<'a> {
     pub k: usize,
     /// Content tokens per chunk (at most the model's 254).
     pub chunk_tokens: usize,
+    /// Bytes of a text read at most (see [`read_parts`]).
+    pub max_bytes: usize,
 }
 
 impl Classifier {
@@ -142,6 +147,7 @@ impl Classifier {
             index,
             k: spec.k,
             window: spec.chunk_tokens,
+            max_bytes: spec.max_bytes,
         })
     }
 
@@ -163,7 +169,19 @@ impl Classifier {
 
     /// Score one text (see the crate docs for the chunk rule).
     pub fn score(&self, text: &str) -> Result<TextScore, EmbedError> {
-        let (chunks, seqs) = self.chunk_inputs(text)?;
+        let parts = read_parts(text, self.max_bytes);
+        let mut chunks = Vec::new();
+        let mut seqs = Vec::new();
+        for &(offset, part) in &parts {
+            let (c, s) = self.chunk_inputs(part)?;
+            chunks.extend(c.into_iter().map(|c| chunk::Chunk {
+                start: c.start + offset,
+                end: c.end + offset,
+                ..c
+            }));
+            seqs.extend(s);
+        }
+        let unread_bytes = text.len() - parts.iter().map(|(_, p)| p.len()).sum::<usize>();
         let embs = self.embedder.embed_sequences(&seqs)?;
         let mut best: Option<(usize, f64)> = None;
         for (i, e) in embs.iter().enumerate() {
@@ -180,6 +198,7 @@ impl Classifier {
         Ok(TextScore {
             probability: p,
             chunks: chunks.len(),
+            unread_bytes,
             deciding: ChunkScore {
                 index: i,
                 start: chunks[i].start,
@@ -189,6 +208,26 @@ impl Classifier {
             neighbours,
         })
     }
+}
+
+/// The parts of `text` the classifier reads, each with its byte offset: all of it
+/// when it fits in `max_bytes`, else its first and last `max_bytes / 2` bytes (cut
+/// at character boundaries), so a payload is read whether it leads or trails the
+/// text. What lies between is left to the cheap stages, which read everything.
+pub fn read_parts(text: &str, max_bytes: usize) -> Vec<(usize, &str)> {
+    if text.len() <= max_bytes {
+        return vec![(0, text)];
+    }
+    let half = max_bytes / 2;
+    let mut head_end = half;
+    while !text.is_char_boundary(head_end) {
+        head_end -= 1;
+    }
+    let mut tail_start = text.len() - half;
+    while !text.is_char_boundary(tail_start) {
+        tail_start += 1;
+    }
+    vec![(0, &text[..head_end]), (tail_start, &text[tail_start..])]
 }
 
 /// Tokenize once, chunk on sentence boundaries, and build each chunk's input ids.
@@ -204,4 +243,35 @@ pub fn chunk_inputs(
         .map(|c| embedder.with_specials(&tokens.ids[c.tokens.0..c.tokens.1]))
         .collect();
     Ok((chunks, seqs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_parts;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The parts are the text's own bytes at their offsets, on character
+        /// boundaries, at most `max` bytes in all, and the whole text when it fits.
+        #[test]
+        fn read_parts_are_slices_of_the_text_within_the_limit(
+            text in "(a|é|字|😀| |\n){0,400}",
+            max in 4usize..600,
+        ) {
+            let parts = read_parts(&text, max);
+            let total: usize = parts.iter().map(|(_, p)| p.len()).sum();
+            prop_assert!(total <= max);
+            if text.len() <= max {
+                prop_assert_eq!(parts, vec![(0, text.as_str())]);
+            } else {
+                prop_assert_eq!(parts.len(), 2);
+                prop_assert_eq!(parts[0].0, 0);
+                for (at, p) in &parts {
+                    prop_assert_eq!(text.get(*at..at + p.len()), Some(*p));
+                }
+                prop_assert!(parts[0].1.len() + 4 > max / 2);
+                prop_assert!(parts[1].0 + parts[1].1.len() == text.len());
+            }
+        }
+    }
 }

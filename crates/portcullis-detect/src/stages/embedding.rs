@@ -18,6 +18,7 @@ pub const NAME: &str = "embedding";
 #[derive(Debug)]
 pub struct EmbeddingStage {
     classifier: Classifier,
+    gate: Option<f64>,
 }
 
 /// Load the stage; a missing model directory is an error naming the fetch command.
@@ -38,9 +39,13 @@ impl EmbeddingStage {
             index: index.as_deref(),
             k: cfg.k,
             chunk_tokens: cfg.chunk_tokens,
+            max_bytes: cfg.max_bytes,
         };
         let classifier = Classifier::load(&spec).map_err(|e| DetectError::Model(e.to_string()))?;
-        Ok(EmbeddingStage { classifier })
+        Ok(EmbeddingStage {
+            classifier,
+            gate: (cfg.gate > 0.0).then_some(cfg.gate),
+        })
     }
 
     pub fn classifier(&self) -> &Classifier {
@@ -58,6 +63,10 @@ impl Stage for EmbeddingStage {
 
     fn sets_floors(&self, _channel: Channel) -> bool {
         false
+    }
+
+    fn gate(&self) -> Option<f64> {
+        self.gate
     }
 
     fn learned(&self) -> bool {
@@ -84,6 +93,7 @@ impl Stage for EmbeddingStage {
                     evidence: Some(Evidence {
                         path: None,
                         chunks: s.chunks,
+                        unread_bytes: s.unread_bytes,
                         deciding_chunk: ChunkEvidence {
                             index: d.index,
                             span: Span {

@@ -79,6 +79,7 @@ impl Stage for LexicalStage {
         let evidence = portcullis_core::Evidence {
             path: None,
             chunks: 1,
+            unread_bytes: 0,
             deciding_chunk: portcullis_core::ChunkEvidence {
                 index: 0,
                 span: portcullis_core::Span {

@@ -87,6 +87,12 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
     fn learned(&self) -> bool {
         false
     }
+    /// A cascade's gate: the stage runs on an item only when an earlier stage
+    /// scored that item at least this much or found something on it. `None` =
+    /// it runs on every item it applies to.
+    fn gate(&self) -> Option<f64> {
+        None
+    }
     fn run(&self, input: &StageInput<'_>) -> StageResult;
 }
 
