@@ -45,6 +45,37 @@ pub fn embed_split(
     Ok(out)
 }
 
+/// Platt-calibrate `head` on the embedded dev texts; a text's margin is its
+/// highest chunk margin, as at inference.
+fn calibrate_on(head: &mut Head, dev: &[Embedded]) {
+    let margins: Vec<(f64, bool)> = dev
+        .iter()
+        .map(|(_, y, es)| {
+            let m = es
+                .iter()
+                .map(|e| head.margin(e))
+                .fold(f64::NEG_INFINITY, f64::max);
+            (m, *y)
+        })
+        .collect();
+    head.calibrate(&margins);
+    head.provenance.calibration_split = Split::Dev.as_str().into();
+    head.provenance.calibration_records = dev.len();
+}
+
+/// A head trained elsewhere (a fine-tuned model's own linear layer,
+/// `scripts/transformer/finetune.py`): its weights are kept and only its Platt
+/// scaling is fitted, on the dev split, with the stage's own chunking.
+pub fn calibrate_head(
+    embedder: &Embedder,
+    records: &[Record],
+    mut head: Head,
+) -> Result<Head, EmbedError> {
+    let dev = embed_split(embedder, records, Split::Dev, head.window)?;
+    calibrate_on(&mut head, &dev);
+    Ok(head)
+}
+
 pub fn train_embedding(
     embedder: &Embedder,
     records: &[Record],
@@ -70,18 +101,7 @@ pub fn train_embedding(
         calibration_records: dev.len(),
     };
     let mut head = Head::train(&examples, params, window, provenance);
-    // A text's margin is its highest chunk margin, as at inference.
-    let margins: Vec<(f64, bool)> = dev
-        .iter()
-        .map(|(_, y, es)| {
-            let m = es
-                .iter()
-                .map(|e| head.margin(e))
-                .fold(f64::NEG_INFINITY, f64::max);
-            (m, *y)
-        })
-        .collect();
-    head.calibrate(&margins);
+    calibrate_on(&mut head, &dev);
     let entries: Vec<(String, bool, Vec<f32>)> = train
         .into_iter()
         .flat_map(|(id, y, es)| {

@@ -238,6 +238,11 @@ pub struct TrainEmbeddingArgs {
     pub steps: usize,
     #[arg(long, default_value_t = HeadParams::default().l2)]
     pub l2: f64,
+    /// Keep this head's weights (a fine-tuned model's own linear layer, written by
+    /// scripts/transformer/finetune.py) and fit only its Platt scaling on the dev
+    /// split; no index is written (use the stage with `k = 0`).
+    #[arg(long)]
+    pub head_from: Option<PathBuf>,
 }
 
 #[cfg(feature = "embedding")]
@@ -255,6 +260,32 @@ pub fn train_embedding(args: TrainEmbeddingArgs) -> Result<()> {
         ..HeadParams::default()
     };
     let t = std::time::Instant::now();
+    if let Some(from) = &args.head_from {
+        let text =
+            std::fs::read_to_string(from).with_context(|| format!("reading {}", from.display()))?;
+        let head = portcullis_embed::head::Head::from_json(&text, &from.display().to_string())?;
+        if head.provenance.model_sha256 != model_sha {
+            anyhow::bail!(
+                "{} was fitted on the model with SHA-256 {}, but {} is {model_sha}: \
+                 pass the --models-dir it was trained with",
+                from.display(),
+                head.provenance.model_sha256,
+                weights.display()
+            );
+        }
+        let head = portcullis_eval::train_embedding::calibrate_head(&embedder, &records, head)?;
+        std::fs::write(&args.out, head.to_json())
+            .with_context(|| format!("writing {}", args.out.display()))?;
+        println!(
+            "kept the weights of {}; Platt-calibrated on {} dev records of corpus {sha} in \
+             {:.1}s; wrote {}",
+            from.display(),
+            head.provenance.calibration_records,
+            t.elapsed().as_secs_f64(),
+            args.out.display()
+        );
+        return Ok(());
+    }
     let trained = portcullis_eval::train_embedding::train_embedding(
         &embedder,
         &records,
