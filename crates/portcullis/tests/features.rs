@@ -124,3 +124,72 @@ fn without_the_embedding_feature_train_embedding_says_why() {
         stderr(&out)
     );
 }
+
+/// `train-embedding --head-from`: a head trained elsewhere keeps its weights and
+/// only its Platt scaling is refitted, on the corpus's dev records; a head of
+/// another model (the fine-tuned experiment's, against the base weights) is
+/// refused, naming the hashes, and nothing is written.
+#[cfg(feature = "embedding")]
+#[test]
+fn train_embedding_head_from_recalibrates_only_a_head_of_the_same_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("dev.jsonl");
+    let text = std::fs::read_to_string(format!("{ROOT}/corpus/corpus.jsonl")).unwrap();
+    let mut dev: Vec<&str> = Vec::new();
+    for label in ["\"benign\"", "\"malicious\""] {
+        dev.extend(
+            text.lines()
+                .filter(|l| {
+                    l.contains("\"split\":\"dev\"") && l.contains(&format!("\"label\":{label}"))
+                })
+                .take(12),
+        );
+    }
+    assert_eq!(dev.len(), 24, "the committed corpus lost its dev records");
+    std::fs::write(&corpus, dev.join("\n") + "\n").unwrap();
+    let train = |head: &str, out: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_portcullis"))
+            .args(["train-embedding", "--backend", "candle", "--corpus"])
+            .arg(&corpus)
+            .arg("--models-dir")
+            .arg(format!("{ROOT}/models/all-MiniLM-L6-v2"))
+            .arg("--head-from")
+            .arg(format!("{ROOT}/{head}"))
+            .arg("--out")
+            .arg(out)
+            .output()
+            .expect("spawn portcullis")
+    };
+    let base = "crates/portcullis-embed/data/embedding-head.json";
+    let out = dir.path().join("head.json");
+    let run = train(base, &out);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let read = |p: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let before = read(&format!("{ROOT}/{base}"));
+    let after = read(out.to_str().unwrap());
+    assert_eq!(
+        after["weights"], before["weights"],
+        "the weights were refitted"
+    );
+    assert_eq!(after["bias"], before["bias"]);
+    assert_eq!(after["provenance"]["calibration_records"], 24);
+    assert_ne!(
+        after["platt"], before["platt"],
+        "the Platt scaling was not refitted"
+    );
+
+    let other = dir.path().join("other.json");
+    let run = train("reports/transformer/head-dev.json", &other);
+    assert!(
+        !run.status.success(),
+        "a head of another model was accepted"
+    );
+    let err = stderr(&run);
+    assert!(
+        err.contains("SHA-256") && err.contains("--models-dir"),
+        "{err}"
+    );
+    assert!(!other.exists(), "a refused head was written");
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""Quantize a fine-tuned model's ONNX graph to int8 (dynamic quantization of the
+MatMul weights, ONNX Runtime's own tool), into a copy of the models directory, so
+`[embedding] models_dir` can point at either and the two are evaluated alike.
+
+  python quantize.py target/transformer/minilm-ft target/transformer/minilm-ft-int8
+
+Needs onnxruntime (the same 1.22.1 the stage loads) in the environment.
+"""
+import hashlib
+import os
+import shutil
+import sys
+
+from onnxruntime.quantization import QuantType, quantize_dynamic
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def main(src, dst):
+    os.makedirs(dst, exist_ok=True)
+    for f in os.listdir(src):
+        p = os.path.join(src, f)
+        if os.path.isfile(p) and f != "model.onnx":
+            shutil.copy(p, os.path.join(dst, f))
+    quantize_dynamic(
+        os.path.join(src, "model.onnx"),
+        os.path.join(dst, "model.onnx"),
+        weight_type=QuantType.QInt8,
+        op_types_to_quantize=["MatMul"],
+    )
+    for f in ("model.onnx",):
+        a, b = os.path.join(src, f), os.path.join(dst, f)
+        print(f"{f}: {os.path.getsize(a) / 1e6:.1f} MB -> {os.path.getsize(b) / 1e6:.1f} MB (sha256 {sha256(b)})")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
