@@ -158,7 +158,9 @@ pub struct EmbeddingConfig {
     pub gate: f64,
     /// Bytes of an item the stage reads at most (at least 1024): a longer text is
     /// read as its first and last halves of this, and the record says how many
-    /// bytes were left unread. The cheap stages read every byte.
+    /// bytes were left unread. The cheap stages read every byte. Not written when
+    /// it is the default, so configurations keep their hash.
+    #[serde(skip_serializing_if = "is_default_max_bytes")]
     pub max_bytes: usize,
     /// What runs the model: `onnx` (ONNX Runtime, the default) or `candle`.
     pub backend: EmbeddingBackend,
@@ -197,6 +199,12 @@ fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
 
+const DEFAULT_MAX_BYTES: usize = 64 * 1024;
+
+fn is_default_max_bytes(n: &usize) -> bool {
+    *n == DEFAULT_MAX_BYTES
+}
+
 impl Default for EmbeddingConfig {
     fn default() -> Self {
         EmbeddingConfig {
@@ -208,7 +216,7 @@ impl Default for EmbeddingConfig {
             k: 5,
             chunk_tokens: 254,
             gate: 0.0,
-            max_bytes: 64 * 1024,
+            max_bytes: DEFAULT_MAX_BYTES,
             backend: EmbeddingBackend::Onnx,
             onnxruntime: "models/onnxruntime/libonnxruntime.so.1.22.1".into(),
         }

@@ -152,16 +152,29 @@ fn a_gated_stage_reads_only_what_the_cheap_stages_did_not_clear() {
     assert!(read, "an item with a finding did not reach the gated stage");
 }
 
-/// The gate is a probability: out of range is a configuration error, and 0 (every
-/// item) is not written out, so the config hash of existing configurations holds.
+/// The gate is a probability and the read limit at least 1 KiB: out of range is a
+/// configuration error; at their defaults neither is written out, so the config
+/// hash of existing configurations holds, and a set value survives a round trip.
 #[test]
-fn the_gate_is_validated_and_zero_is_not_serialized() {
+fn the_gate_and_read_limit_are_validated_and_defaults_not_serialized() {
     let mut cfg = Config::default();
     cfg.embedding.gate = 1.5;
     assert!(cfg.validate().is_err());
     cfg.embedding.gate = 0.0;
+    cfg.embedding.max_bytes = 1000;
+    assert!(cfg.validate().is_err());
+    cfg.embedding.max_bytes = 64 * 1024;
     let text = toml::to_string(&cfg).expect("serializes");
-    assert!(!text.contains("gate"), "{text}");
+    assert!(
+        !text.contains("gate") && !text.contains("max_bytes"),
+        "{text}"
+    );
+    cfg.embedding.gate = 0.25;
+    cfg.embedding.max_bytes = 4096;
+    let text = toml::to_string(&cfg).expect("serializes");
+    let back = Config::from_toml_str(&text, "round trip").expect("parses");
+    assert_eq!(back.embedding.gate, 0.25);
+    assert_eq!(back.embedding.max_bytes, 4096);
 }
 
 /// `embedding.max_bytes`: of a text longer than the limit the model reads the first
