@@ -3,7 +3,8 @@
 MatMul weights, ONNX Runtime's own tool), into a copy of the models directory, so
 `[embedding] models_dir` can point at either and the two are evaluated alike.
 
-  python quantize.py target/transformer/minilm-ft target/transformer/minilm-ft-int8
+  python quantize.py SRC DST [OP ...]     (default op: MatMul; add Gather for the
+                                         word-embedding table too)
 
 Needs onnxruntime (the same 1.22.1 the stage loads) in the environment.
 """
@@ -23,7 +24,7 @@ def sha256(path):
     return h.hexdigest()
 
 
-def main(src, dst):
+def main(src, dst, ops):
     os.makedirs(dst, exist_ok=True)
     for f in os.listdir(src):
         p = os.path.join(src, f)
@@ -33,7 +34,7 @@ def main(src, dst):
         os.path.join(src, "model.onnx"),
         os.path.join(dst, "model.onnx"),
         weight_type=QuantType.QInt8,
-        op_types_to_quantize=["MatMul"],
+        op_types_to_quantize=ops,
     )
     for f in ("model.onnx",):
         a, b = os.path.join(src, f), os.path.join(dst, f)
@@ -41,4 +42,4 @@ def main(src, dst):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(sys.argv[1], sys.argv[2], sys.argv[3:] or ["MatMul"])

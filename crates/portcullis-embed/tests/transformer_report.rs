@@ -31,7 +31,11 @@ fn committed_heads_are_the_fine_tuned_model_s() {
         .as_u64()
         .expect("max_tokens");
     assert_eq!(manifest["split"], "train");
-    for file in ["head-dev.json", "head-dev-int8.json"] {
+    for file in [
+        "head-dev.json",
+        "head-dev-int8.json",
+        "head-dev-int8-all.json",
+    ] {
         let head = Head::from_json(&read(file), file).expect("a stage head");
         assert_eq!(head.provenance.model_sha256, model, "{file}");
         assert_eq!(head.provenance.corpus_sha256, corpus, "{file}");
@@ -51,6 +55,7 @@ fn committed_configurations_validate_and_run_the_head_as_trained() {
         ("configs/ft.toml", false),
         ("configs/ft-gated.toml", true),
         ("configs/ft-int8.toml", false),
+        ("configs/ft-int8-all.toml", false),
         ("configs/rules-lexical.toml", false),
     ] {
         let cfg = Config::from_toml_str(&read(file), file).expect("a valid configuration");
