@@ -6,9 +6,10 @@ p95 / p99 of the whole decision's latency and of the stage's own.
 
   python cascade_share.py target/eval-ft2/records/*.jsonl
 """
-import json
 import sys
 from collections import defaultdict
+
+from common import decisions
 
 
 def pct(xs, q):
@@ -22,20 +23,16 @@ def main(paths):
     for path in paths:
         g = defaultdict(lambda: {"b": [0, 0], "m": [0, 0], "lat": [], "emb": []})
         config = None
-        with open(path) as fh:
-            for line in fh:
-                r = json.loads(line)
-                if r.get("kind") != "decision" or r.get("run") != 0 or r.get("outcome") != "ok":
-                    continue
-                config = r["config"]
-                d = r["decision"]
-                s = g[r["subset"]]
-                emb = [st for st in d["stages"] if st["name"] == "embedding"]
-                k = "m" if r["item"]["label"] == "malicious" else "b"
-                s[k][0] += bool(emb)
-                s[k][1] += 1
-                s["lat"].append(d["latency_us"] / 1000)
-                s["emb"].extend(st["latency_us"] / 1000 for st in emb)
+        for r in decisions([path]):
+            config = r["config"]
+            d = r["decision"]
+            s = g[r["subset"]]
+            emb = [st for st in d["stages"] if st["name"] == "embedding"]
+            k = "m" if r["item"]["label"] == "malicious" else "b"
+            s[k][0] += bool(emb)
+            s[k][1] += 1
+            s["lat"].append(d["latency_us"] / 1000)
+            s["emb"].extend(st["latency_us"] / 1000 for st in emb)
         for subset, s in sorted(g.items()):
             share = lambda k: f"{s[k][0]}/{s[k][1]} ({100 * s[k][0] / s[k][1]:.1f}%)" if s[k][1] else "n/a"
             lat = " / ".join(f"{pct(s['lat'], q):.1f}" for q in (0.5, 0.95, 0.99))

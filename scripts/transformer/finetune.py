@@ -26,7 +26,6 @@ parameters, loss curve, wall time).
 """
 import argparse
 import glob
-import hashlib
 import json
 import os
 import random
@@ -38,13 +37,7 @@ from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer
 from transformers import BertConfig, BertModel
 
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+from common import sha256
 
 
 def strings_of(value):

@@ -6,7 +6,8 @@ the cheap stages score below it, with no finding, are not read by the transforme
   python gate.py target/transformer/eval-dev/records/*.jsonl --quantile 0.8
 """
 import argparse
-import json
+
+from common import decisions
 
 
 def main():
@@ -15,16 +16,11 @@ def main():
     ap.add_argument("--quantile", type=float, default=0.8)
     args = ap.parse_args()
     scores = []
-    for path in args.records:
-        with open(path) as fh:
-            for line in fh:
-                r = json.loads(line)
-                if r.get("kind") != "decision" or r.get("run") != 0 or r.get("outcome") != "ok":
-                    continue
-                if r["item"]["label"] != "benign":
-                    continue
-                lex = [st["score"] for st in r["decision"]["stages"] if st["name"] == "lexical" and st.get("score") is not None]
-                scores.append(max(lex, default=0.0))
+    for r in decisions(args.records):
+        if r["item"]["label"] != "benign":
+            continue
+        lex = [st["score"] for st in r["decision"]["stages"] if st["name"] == "lexical" and st.get("score") is not None]
+        scores.append(max(lex, default=0.0))
     if not scores:
         raise SystemExit("gate.py: no benign decision records with a lexical score")
     scores.sort()

@@ -8,20 +8,13 @@ MatMul weights, ONNX Runtime's own tool), into a copy of the models directory, s
 
 Needs onnxruntime (the same 1.22.1 the stage loads) in the environment.
 """
-import hashlib
 import os
 import shutil
 import sys
 
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+from common import sha256
 
 
 def main(src, dst, ops):

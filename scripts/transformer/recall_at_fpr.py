@@ -10,9 +10,10 @@ calibrated preset, whose figures are in report.md).
 
   python recall_at_fpr.py target/eval-ft/records/*.jsonl
 """
-import json
 import sys
 from collections import defaultdict
+
+from common import decisions
 
 
 def auc(pos, neg):
@@ -42,21 +43,17 @@ def main(paths):
     for path in paths:
         groups = defaultdict(lambda: ([], []))
         config = None
-        with open(path) as fh:
-            for line in fh:
-                r = json.loads(line)
-                if r.get("kind") != "decision" or r.get("run") != 0 or r.get("outcome") != "ok":
-                    continue
-                config = r["config"]
-                item, d = r["item"], r["decision"]
-                scores = {"fused": d["score"]}
-                for st in d["stages"]:
-                    if st["name"] in ("lexical", "embedding") and st.get("score") is not None:
-                        scores[st["name"]] = st["score"]
-                mal = item["label"] == "malicious"
-                for ch in (item["channel"], "all"):
-                    for name, s in scores.items():
-                        groups[(r["subset"], ch, name)][0 if mal else 1].append(s)
+        for r in decisions([path]):
+            config = r["config"]
+            item, d = r["item"], r["decision"]
+            scores = {"fused": d["score"]}
+            for st in d["stages"]:
+                if st["name"] in ("lexical", "embedding") and st.get("score") is not None:
+                    scores[st["name"]] = st["score"]
+            mal = item["label"] == "malicious"
+            for ch in (item["channel"], "all"):
+                for name, s in scores.items():
+                    groups[(r["subset"], ch, name)][0 if mal else 1].append(s)
         for (subset, ch, name), (pos, neg) in sorted(groups.items()):
             if len(pos) < 30 or len(neg) < 100:
                 continue

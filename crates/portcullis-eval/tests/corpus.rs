@@ -294,7 +294,7 @@ const BRIEF4_REGISTERS: &[&str] = &[
 /// of the brief's registers and categories; the counts its README states.
 #[test]
 fn staged_payloads_are_well_formed_and_new() {
-    use portcullis_eval::corpus::{HARD_NEGATIVE_KINDS, MALICIOUS_CATEGORIES};
+    use portcullis_eval::corpus::{is_malicious_category, HARD_NEGATIVE_KINDS};
     let brief = std::fs::read_to_string(root().join("corpus/payloads-next/BRIEF.md")).unwrap();
     let keys = [
         "id",
@@ -316,10 +316,7 @@ fn staged_payloads_are_well_formed_and_new() {
             .collect();
     let category_ok = |c: &str, malicious: bool| {
         if malicious {
-            c.split('-').all(|part| {
-                MALICIOUS_CATEGORIES.contains(&part)
-                    || ["exfiltration", "concealment", "credential_harvesting"].contains(&part)
-            })
+            is_malicious_category(c)
         } else {
             c.strip_prefix("hard_negative:")
                 .is_some_and(|k| HARD_NEGATIVE_KINDS.contains(&k))

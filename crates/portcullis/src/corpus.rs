@@ -245,41 +245,55 @@ pub struct TrainEmbeddingArgs {
     pub head_from: Option<PathBuf>,
 }
 
+/// The head in `from`, if it was fitted on the weights whose SHA-256 is `model_sha`.
+#[cfg(feature = "embedding")]
+fn head_of_model(
+    from: &Path,
+    model_sha: &str,
+    weights: &Path,
+) -> Result<portcullis_embed::head::Head> {
+    let text =
+        std::fs::read_to_string(from).with_context(|| format!("reading {}", from.display()))?;
+    let head = portcullis_embed::head::Head::from_json(&text, &from.display().to_string())?;
+    if head.provenance.model_sha256 != model_sha {
+        bail!(
+            "{} was fitted on the model with SHA-256 {}, but {} is {model_sha}: \
+             pass the --models-dir it was trained with",
+            from.display(),
+            head.provenance.model_sha256,
+            weights.display()
+        );
+    }
+    Ok(head)
+}
+
 #[cfg(feature = "embedding")]
 pub fn train_embedding(args: TrainEmbeddingArgs) -> Result<()> {
-    let (records, sha) = load_built(&args.corpus)?;
     let backend = portcullis_embed::Backend::from_config(args.backend, &args.onnxruntime);
     let embedder = portcullis_embed::Embedder::load(&args.models_dir, &backend)?;
     let weights = args.models_dir.join("model.safetensors");
     let model_sha = portcullis_core::sha256_hex(
         &std::fs::read(&weights).with_context(|| format!("reading {}", weights.display()))?,
     );
+    // A head of other weights is refused before the corpus is read.
+    let kept = match &args.head_from {
+        Some(from) => Some(head_of_model(from, &model_sha, &weights)?),
+        None => None,
+    };
+    let (records, sha) = load_built(&args.corpus)?;
     let params = HeadParams {
         steps: args.steps,
         l2: args.l2,
         ..HeadParams::default()
     };
     let t = std::time::Instant::now();
-    if let Some(from) = &args.head_from {
-        let text =
-            std::fs::read_to_string(from).with_context(|| format!("reading {}", from.display()))?;
-        let head = portcullis_embed::head::Head::from_json(&text, &from.display().to_string())?;
-        if head.provenance.model_sha256 != model_sha {
-            anyhow::bail!(
-                "{} was fitted on the model with SHA-256 {}, but {} is {model_sha}: \
-                 pass the --models-dir it was trained with",
-                from.display(),
-                head.provenance.model_sha256,
-                weights.display()
-            );
-        }
+    if let Some(head) = kept {
         let head = portcullis_eval::train_embedding::calibrate_head(&embedder, &records, head)?;
         std::fs::write(&args.out, head.to_json())
             .with_context(|| format!("writing {}", args.out.display()))?;
         println!(
-            "kept the weights of {}; Platt-calibrated on {} dev records of corpus {sha} in \
+            "kept the head's weights; Platt-calibrated on {} dev records of corpus {sha} in \
              {:.1}s; wrote {}",
-            from.display(),
             head.provenance.calibration_records,
             t.elapsed().as_secs_f64(),
             args.out.display()
