@@ -116,48 +116,58 @@ fn avalanche(mut h: u64) -> u64 {
     h ^ (h >> 33)
 }
 
-#[inline]
-fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
-    let mut h = seed;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    avalanche(h)
-}
-
 /// Call `f(bucket, sign)` for every feature occurrence of `views`.
 pub fn for_each_feature(views: &[&str], dim_bits: u32, mut f: impl FnMut(usize, f64)) {
     let mask = (1u64 << dim_bits) - 1;
-    let mut emit = |h: u64| {
+    for_each_hash(views, |h| {
         let sign = if h >> 63 == 0 { 1.0 } else { -1.0 };
         f((h & mask) as usize, sign);
-    };
+    });
+}
+
+/// Call `emit(hash)` for every feature occurrence of `views`: the low bits are the
+/// bucket, the top bit the sign (set: -1).
+#[inline]
+fn for_each_hash(views: &[&str], mut emit: impl FnMut(u64)) {
     for text in views {
         // One FNV pass per start position emits its 3-, 4- and 5-gram: the longer
         // grams extend the shorter one's state instead of rehashing from scratch.
+        // Written out (not a loop over the gram's bytes) so the positions' hashes,
+        // which do not depend on each other, overlap in the processor.
         let b = text.as_bytes();
         for i in 0..b.len().saturating_sub(2) {
-            let mut h = SEED_CHAR;
-            for (n, &byte) in b[i..(i + 5).min(b.len())].iter().enumerate() {
-                h ^= u64::from(byte);
-                h = h.wrapping_mul(0x0000_0100_0000_01b3);
-                if n >= 2 {
-                    emit(avalanche(h ^ (n as u64 + 1)));
+            let h3 = fnv_step(fnv_step(fnv_step(SEED_CHAR, b[i]), b[i + 1]), b[i + 2]);
+            emit(avalanche(h3 ^ 3));
+            if let Some(&b4) = b.get(i + 3) {
+                let h4 = fnv_step(h3, b4);
+                emit(avalanche(h4 ^ 4));
+                if let Some(&b5) = b.get(i + 4) {
+                    emit(avalanche(fnv_step(h4, b5) ^ 5));
                 }
             }
         }
-        let mut prev: Option<&str> = None;
+        // A word's three hashes (alone, as a bigram's first and as its second word)
+        // in one pass over its bytes.
+        let mut prev_left: Option<u64> = None;
         for word in words_of(text) {
-            emit(fnv1a(SEED_WORD, word.as_bytes()));
-            if let Some(p) = prev {
-                let mut h = fnv1a(SEED_WORD ^ 2, p.as_bytes());
-                h ^= fnv1a(SEED_WORD ^ 3, word.as_bytes()).rotate_left(17);
-                emit(h);
+            let (mut alone, mut left, mut right) = (SEED_WORD, SEED_WORD ^ 2, SEED_WORD ^ 3);
+            for &byte in word.as_bytes() {
+                alone = fnv_step(alone, byte);
+                left = fnv_step(left, byte);
+                right = fnv_step(right, byte);
             }
-            prev = Some(word);
+            emit(avalanche(alone));
+            if let Some(p) = prev_left {
+                emit(p ^ avalanche(right).rotate_left(17));
+            }
+            prev_left = Some(avalanche(left));
         }
     }
+}
+
+#[inline]
+fn fnv_step(h: u64, byte: u8) -> u64 {
+    (h ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
 }
 
 /// Sparse feature vector of one text: (bucket, value), duplicates merged, scaled by
@@ -268,8 +278,13 @@ impl LexicalModel {
         let mut sum = 0.0f64;
         let mut n = 0usize;
         let w = &self.weights;
-        for_each_feature(views, self.params.dim_bits, |i, s| {
-            sum += s * f64::from(w[i]);
+        let mask = (1u64 << self.params.dim_bits) - 1;
+        const SIGN: u64 = 1 << 63;
+        for_each_hash(views, |h| {
+            // The weight times ±1 as a flip of its sign bit: the same value as the
+            // multiplication, without a branch on a sign that is random by design.
+            let weight = f64::from(w[(h & mask) as usize]);
+            sum += f64::from_bits(weight.to_bits() ^ (h & SIGN));
             n += 1;
         });
         if n == 0 {
@@ -471,6 +486,89 @@ impl LexicalModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The features as first written (a loop per gram, each word rehashed for its
+    /// bigrams): the model was trained on exactly these, so the faster pass must
+    /// emit the same buckets and signs in the same order.
+    fn features_as_trained(views: &[&str], dim_bits: u32) -> Vec<(usize, f64)> {
+        fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
+            let mut h = seed;
+            for &b in bytes {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+            avalanche(h)
+        }
+        let mask = (1u64 << dim_bits) - 1;
+        let mut out = Vec::new();
+        let mut emit =
+            |h: u64| out.push(((h & mask) as usize, if h >> 63 == 0 { 1.0 } else { -1.0 }));
+        for text in views {
+            let b = text.as_bytes();
+            for i in 0..b.len().saturating_sub(2) {
+                let mut h = SEED_CHAR;
+                for (n, &byte) in b[i..(i + 5).min(b.len())].iter().enumerate() {
+                    h ^= u64::from(byte);
+                    h = h.wrapping_mul(0x0000_0100_0000_01b3);
+                    if n >= 2 {
+                        emit(avalanche(h ^ (n as u64 + 1)));
+                    }
+                }
+            }
+            let mut prev: Option<&str> = None;
+            for word in words_of(text) {
+                emit(fnv1a(SEED_WORD, word.as_bytes()));
+                if let Some(p) = prev {
+                    let mut h = fnv1a(SEED_WORD ^ 2, p.as_bytes());
+                    h ^= fnv1a(SEED_WORD ^ 3, word.as_bytes()).rotate_left(17);
+                    emit(h);
+                }
+                prev = Some(word);
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn features_are_the_ones_the_model_was_trained_on(
+            views in proptest::collection::vec("\\PC{0,40}|[a-z ]{0,12}|.{0,3}", 0..4),
+            dim_bits in 4u32..20,
+        ) {
+            let v: Vec<&str> = views.iter().map(String::as_str).collect();
+            let mut got = Vec::new();
+            for_each_feature(&v, dim_bits, |i, s| got.push((i, s)));
+            let trained = features_as_trained(&v, dim_bits);
+            proptest::prop_assert_eq!(got, trained.clone());
+            // And the margin is bias + Σ sign·weight / √n, bit for bit.
+            let mut rng = portcullis_core::SplitMix64::new(u64::from(dim_bits));
+            let weights: Vec<f32> = (0..1usize << dim_bits)
+                .map(|_| (rng.next_u64() % 2001) as f32 / 1000.0 - 1.0)
+                .collect();
+            let model = LexicalModel {
+                params: TrainParams { dim_bits, ..TrainParams::default() },
+                provenance: Provenance {
+                    corpus_sha256: String::new(),
+                    train_split: String::new(),
+                    train_records: 0,
+                    calibration_split: String::new(),
+                    calibration_records: 0,
+                },
+                weights: weights.clone(),
+                bias: 0.25,
+                platt_a: 1.0,
+                platt_b: 0.0,
+                channel_platt: BTreeMap::new(),
+            };
+            let sum = trained.iter().fold(0.0f64, |acc, &(i, s)| acc + s * f64::from(weights[i]));
+            let expected = if trained.is_empty() {
+                0.25
+            } else {
+                0.25 + sum / (trained.len() as f64).sqrt()
+            };
+            proptest::prop_assert_eq!(model.margin(&v).to_bits(), expected.to_bits());
+        }
+    }
 
     #[test]
     fn texts_of_fewer_than_three_words_are_not_scored_in_any_script() {

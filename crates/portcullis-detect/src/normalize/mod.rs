@@ -235,8 +235,8 @@ fn leet_of(b: u8) -> Option<u8> {
 /// with leet characters change, so numbers and prices stay as they are.
 fn derive_leet(folded: &View) -> Option<View> {
     let bytes = folded.text.as_bytes();
-    let mut out = bytes.to_vec();
-    let mut changed = false;
+    // Copied on the first change: most text has no leet token.
+    let mut out: Option<Vec<u8>> = None;
     let mut i = 0;
     while i < bytes.len() {
         let is_tok = |b: u8| b.is_ascii_lowercase() || leet_of(b).is_some();
@@ -245,23 +245,21 @@ fn derive_leet(folded: &View) -> Option<View> {
             continue;
         }
         let start = i;
+        let mut letters = 0;
         while i < bytes.len() && is_tok(bytes[i]) {
+            letters += usize::from(bytes[i].is_ascii_lowercase());
             i += 1;
         }
-        let tok = &bytes[start..i];
-        let letters = tok.iter().filter(|b| b.is_ascii_lowercase()).count();
-        if letters >= 2 && letters < tok.len() {
-            for (k, b) in tok.iter().enumerate() {
-                if let Some(l) = leet_of(*b) {
-                    out[start + k] = l;
-                    changed = true;
+        if letters >= 2 && letters < i - start {
+            let out = out.get_or_insert_with(|| bytes.to_vec());
+            for k in start..i {
+                if let Some(l) = leet_of(bytes[k]) {
+                    out[k] = l;
                 }
             }
         }
     }
-    if !changed {
-        return None;
-    }
+    let out = out?;
     // Only ASCII bytes were replaced by ASCII bytes: still valid UTF-8, same map.
     let text = String::from_utf8(out).ok()?;
     Some(View {
@@ -274,20 +272,72 @@ fn derive_leet(folded: &View) -> Option<View> {
 /// Squeeze runs of 3+ equal characters, collapse whitespace runs, and join letters
 /// spaced out with one separator (`i.g.n.o.r.e`, `i g n o r e`; at least 4 letters).
 fn derive_compressed(folded: &View) -> Option<View> {
-    if folded.text.is_ascii() && !ascii_compressible(folded.text.as_bytes()) {
-        return None;
+    let text = &folded.text;
+    // ASCII (most text) is read byte by byte: no table of characters to build.
+    let keep = if text.is_ascii() {
+        let b = text.as_bytes();
+        let spaced = match ascii_compressible(b) {
+            Compressible::No => return None,
+            Compressible::RunsOnly => false,
+            Compressible::Spaced => true,
+        };
+        compressed_keep(b.len(), |i| char::from(b[i]), spaced)?
+    } else {
+        let chars: Vec<char> = text.chars().collect();
+        compressed_keep(chars.len(), |i| chars[i], true)?
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut map = OffsetMap::default();
+    let mut cursor = folded.map.cursor();
+    // Kept characters come in runs; a run inside one aligned segment of the source
+    // map is copied whole (the map it gets is the one its characters, pushed one by
+    // one, would merge into), anything else character by character.
+    let mut kept = text.char_indices().zip(keep.iter().copied()).peekable();
+    while let Some(((start, _), k)) = kept.next() {
+        if !k {
+            continue;
+        }
+        let mut end = text.len();
+        while let Some(&((off, _), k)) = kept.peek() {
+            if !k {
+                end = off;
+                break;
+            }
+            kept.next();
+        }
+        if let Some(os) = cursor.aligned(start, end) {
+            out.push_str(&text[start..end]);
+            map.push(end - start, os, end - start);
+            continue;
+        }
+        for (i, c) in text[start..end].char_indices() {
+            let off = start + i;
+            let (os, oe) = cursor.original(off, off + c.len_utf8());
+            let mut tmp = [0u8; 4];
+            push_piece(&mut out, &mut map, c.encode_utf8(&mut tmp), os, oe - os);
+        }
     }
-    let chars: Vec<(usize, char)> = folded.text.char_indices().collect();
-    let n = chars.len();
+    Some(View {
+        name: "compressed".into(),
+        text: out,
+        map,
+    })
+}
+
+/// Which of `n` characters (`at(i)`) the compressed view keeps, or None when it
+/// keeps them all. `spaced`: whether spaced-out letters can occur at all (the
+/// ASCII pre-check knows when they cannot, and the search for them is the
+/// costliest part).
+fn compressed_keep(n: usize, at: impl Fn(usize) -> char, spaced: bool) -> Option<Vec<bool>> {
     let mut keep = vec![true; n];
     let mut changed = false;
     // Runs of equal characters and of whitespace.
     let mut i = 0;
     while i < n {
-        let c = chars[i].1;
+        let c = at(i);
         let mut j = i + 1;
         if c.is_whitespace() {
-            while j < n && chars[j].1.is_whitespace() {
+            while j < n && at(j).is_whitespace() {
                 j += 1;
             }
             if j - i >= 2 {
@@ -295,7 +345,7 @@ fn derive_compressed(folded: &View) -> Option<View> {
                 changed = true;
             }
         } else {
-            while j < n && chars[j].1 == c {
+            while j < n && at(j) == c {
                 j += 1;
             }
             if j - i >= 3 {
@@ -308,16 +358,16 @@ fn derive_compressed(folded: &View) -> Option<View> {
     // Spaced-out letters: L s L s L s L with one repeated separator s.
     let is_sep = |c: char| matches!(c, ' ' | '.' | '-' | '_' | '*' | ',' | '/' | '|');
     let mut i = 0;
-    while i + 2 < n {
-        let (a, s) = (chars[i].1, chars[i + 1].1);
-        let word_start = i == 0 || !chars[i - 1].1.is_alphanumeric();
+    while spaced && i + 2 < n {
+        let (a, s) = (at(i), at(i + 1));
+        let word_start = i == 0 || !at(i - 1).is_alphanumeric();
         if a.is_alphabetic() && is_sep(s) && word_start {
             let mut j = i;
             let mut letters = 1;
             while j + 2 < n
-                && chars[j + 1].1 == s
-                && chars[j + 2].1.is_alphabetic()
-                && (j + 3 >= n || !chars[j + 3].1.is_alphanumeric())
+                && at(j + 1) == s
+                && at(j + 2).is_alphabetic()
+                && (j + 3 >= n || !at(j + 3).is_alphanumeric())
             {
                 j += 2;
                 letters += 1;
@@ -333,43 +383,44 @@ fn derive_compressed(folded: &View) -> Option<View> {
         }
         i += 1;
     }
-    if !changed {
-        return None;
-    }
-    let mut text = String::with_capacity(folded.text.len());
-    let mut map = OffsetMap::default();
-    let mut cursor = folded.map.cursor();
-    for (k, &(off, c)) in chars.iter().enumerate() {
-        if !keep[k] {
-            continue;
-        }
-        let (os, oe) = cursor.original(off, off + c.len_utf8());
-        let mut tmp = [0u8; 4];
-        push_piece(&mut text, &mut map, c.encode_utf8(&mut tmp), os, oe - os);
-    }
-    Some(View {
-        name: "compressed".into(),
-        text,
-        map,
-    })
+    changed.then_some(keep)
+}
+
+/// What the ASCII pre-check found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Compressible {
+    /// Nothing to compress: `compressed` would equal its source.
+    No,
+    /// Runs of 3 equal bytes or whitespace pairs, but no spaced-out letters.
+    RunsOnly,
+    /// Four letters spaced by one repeated separator (`a.b.c.d`), maybe runs too.
+    Spaced,
 }
 
 /// Cheap pre-check on ASCII: is there a run of 3 equal bytes, a whitespace pair, or
 /// four letters spaced by one repeated separator (`a.b.c.d`)? Without one,
 /// `compressed` would equal its source.
-fn ascii_compressible(b: &[u8]) -> bool {
+fn ascii_compressible(b: &[u8]) -> Compressible {
     let is_sep = |c: u8| matches!(c, b' ' | b'.' | b'-' | b'_' | b'*' | b',' | b'/' | b'|');
-    let runs = b.windows(3).any(|w| w[0] == w[1] && w[1] == w[2]);
-    let spaces = b
-        .windows(2)
-        .any(|w| w[0].is_ascii_whitespace() && w[1].is_ascii_whitespace());
     let spaced = b.windows(7).any(|w| {
         is_sep(w[1])
             && w[3] == w[1]
             && w[5] == w[1]
             && [w[0], w[2], w[4], w[6]].iter().all(u8::is_ascii_alphabetic)
     });
-    runs || spaces || spaced
+    if spaced {
+        return Compressible::Spaced;
+    }
+    let runs = || b.windows(3).any(|w| w[0] == w[1] && w[1] == w[2]);
+    // As `char::is_whitespace` (the compression's own test) reads ASCII: with
+    // the vertical tab, which `u8::is_ascii_whitespace` leaves out.
+    let space = |c: u8| matches!(c, b' ' | b'\t'..=b'\r');
+    let spaces = || b.windows(2).any(|w| space(w[0]) && space(w[1]));
+    if runs() || spaces() {
+        Compressible::RunsOnly
+    } else {
+        Compressible::No
+    }
 }
 
 /// Split an identifier into words: separators become spaces, camelCase boundaries

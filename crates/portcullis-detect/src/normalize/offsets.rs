@@ -116,6 +116,15 @@ impl<'a> Cursor<'a> {
         segs.get(self.at)
     }
 
+    /// Where `start..end` begins in the original when the whole range lies in one
+    /// aligned segment (each of its bytes maps to the same byte there), else None.
+    #[inline]
+    pub fn aligned(&mut self, start: usize, end: usize) -> Option<usize> {
+        let s = self.seek(start)?;
+        (s.aligned && s.view_start <= start && end <= s.view_start + s.view_len)
+            .then(|| s.orig_start + (start - s.view_start))
+    }
+
     #[inline]
     pub fn original(&mut self, start: usize, end: usize) -> (usize, usize) {
         let last = self.map.segments.last();

@@ -322,3 +322,36 @@ fn a_run_of_zero_width_characters_is_its_own_finding_a_lone_one_is_not() {
     let rules: Vec<String> = prose(lone).findings.into_iter().map(|f| f.rule).collect();
     assert_eq!(rules, ["norm.zero_width", "norm.zero_width"]);
 }
+
+/// `compressed` as first written (a table of every character, each pushed one by
+/// one): the faster rebuild must give the same text and the same map.
+fn compressed_as_first_written(folded: &View) -> Option<View> {
+    let chars: Vec<(usize, char)> = folded.text.char_indices().collect();
+    let keep = compressed_keep(chars.len(), |i| chars[i].1, true)?;
+    let mut text = String::new();
+    let mut map = OffsetMap::default();
+    for (k, &(off, c)) in chars.iter().enumerate() {
+        if keep[k] {
+            let (os, oe) = folded.map.to_original(off, off + c.len_utf8());
+            let mut tmp = [0u8; 4];
+            push_piece(&mut text, &mut map, c.encode_utf8(&mut tmp), os, oe - os);
+        }
+    }
+    Some(View {
+        name: "compressed".into(),
+        text,
+        map,
+    })
+}
+
+proptest::proptest! {
+    #[test]
+    fn compressed_is_rebuilt_as_character_by_character(
+        text in "([a-z0-9 .\n\t\u{b}\u{c}\r]|[ａ-ｚ]|\u{200b}|é|ß|ﬁ|i g n o r e|0000|   ){0,60}",
+    ) {
+        let scan = hidden::scan(&text);
+        let (lower, folded) = lower_and_folded(&text, &scan.skip);
+        let base = folded.as_ref().unwrap_or(&lower);
+        proptest::prop_assert_eq!(derive_compressed(base), compressed_as_first_written(base));
+    }
+}
