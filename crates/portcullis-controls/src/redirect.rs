@@ -288,25 +288,33 @@ pub fn transfer(result: &Value, own: &str, args: &Value, known: &[String]) -> Ve
     walk(result, "$".into(), &mut strings);
     let values = argument_values(args);
     let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
-    let words: usize = strings
+    // Counted only as far as the bounds: a long result stops at the first
+    // words or lines over them.
+    let words = strings
         .iter()
-        .map(|(_, t)| t.split_whitespace().count())
-        .sum();
-    let lines: usize = strings
+        .flat_map(|(_, t)| t.split_whitespace())
+        .take(SHORT_WORDS + 1)
+        .count();
+    let lines = strings
         .iter()
-        .map(|(_, t)| t.lines().filter(|l| !l.trim().is_empty()).count())
-        .sum();
+        .flat_map(|(_, t)| t.lines().filter(|l| !l.trim().is_empty()))
+        .take(SHORT_LINES + 1)
+        .count();
     let others: Vec<&String> = known.iter().filter(|k| !is_own(k, own)).collect();
     // A result with a number, an id, a hash or a date in it (outside tool names)
     // carries data of its own: it is an answer, not a pointer (`* main 1268acd
     // Document the git_status tool` is a branch listing).
-    let data = strings.iter().any(|(_, t)| {
-        t.split_whitespace().any(|w| {
-            w.chars().any(|c| c.is_ascii_digit()) && !others.iter().any(|k| w.contains(bare(k)))
+    // (Asked only of a brief result: on a long one it was a search for every
+    // other tool's name in every word with a digit.)
+    let data = || {
+        strings.iter().any(|(_, t)| {
+            t.split_whitespace().any(|w| {
+                w.chars().any(|c| c.is_ascii_digit()) && !others.iter().any(|k| w.contains(bare(k)))
+            })
         })
-    });
+    };
     let brief = words <= SHORT_WORDS && lines <= SHORT_LINES;
-    let short = brief && !data;
+    let short = brief && !data();
     let mut out = Vec::new();
     for (path, text) in strings {
         if let Some((span, phrase)) = find_phrase(&text, TT) {

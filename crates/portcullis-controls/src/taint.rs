@@ -410,11 +410,11 @@ pub(crate) fn split_tokens(s: &str) -> impl Iterator<Item = &str> {
 pub fn tokens(result: &Value, min_len: usize) -> Vec<String> {
     let mut strings = Vec::new();
     collect(result, "$".into(), &mut strings);
-    let mut seen = HashSet::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     let mut out = Vec::new();
     for (_, s) in &strings {
         for tok in split_tokens(s) {
-            if value_like(tok, min_len) && seen.insert(tok.to_string()) {
+            if value_like(tok, min_len) && seen.insert(tok) {
                 out.push(tok.to_string());
             }
         }
@@ -515,6 +515,17 @@ impl TaintStore {
     fn insert(&mut self, value: &str, label: Label, seen: u64, stored: u64) {
         if value.chars().count() < self.min_len {
             return;
+        }
+        if let Some(old) = self.values.get_mut(value) {
+            if old.same_origin(&label) {
+                // The same class (server, sensitive): nothing to count or trim,
+                // so the entry is updated where it is (a server repeating its
+                // values in every result costs no allocation).
+                old.stored = old.stored.max(stored);
+                old.seen = seen;
+                old.label = label;
+                return;
+            }
         }
         let old_class = self.values.get(value).and_then(|e| Self::class(&e.label));
         let stored = match self.values.get_mut(value) {
@@ -1053,6 +1064,34 @@ mod tests {
         let got = t.label_result(&result, &result, &label("alpha"));
         let values: Vec<&str> = got.iter().map(|(v, _)| v.as_str()).collect();
         assert_eq!(values, ["TRK-33334444"]);
+    }
+
+    #[test]
+    fn a_value_seen_again_names_the_latest_record_and_counts_once() {
+        let mut t = TaintStore::new(100, 8);
+        let result = json!("order ORD-11112222 shipped");
+        t.label_result(&result, &result, &label("alpha"));
+        let later = Label {
+            record_id: "r2".into(),
+            ..label("alpha")
+        };
+        t.label_result(&result, &result, &later);
+        assert_eq!((t.len(), t.held_by("alpha")), (1, 1));
+        let m = t.matches(&json!({"id": "ORD-11112222"}));
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].label.record_id, "r2");
+        // A sensitive label is not replaced by a plain one of the same value.
+        t.add(
+            "ORD-11112222",
+            Label {
+                sensitive: true,
+                source: "guard",
+                ..later.clone()
+            },
+        );
+        t.label_result(&result, &result, &later);
+        assert!(t.matches(&json!({"id": "ORD-11112222"}))[0].label.sensitive);
+        assert_eq!(t.held_by("alpha"), 1);
     }
 
     #[test]
