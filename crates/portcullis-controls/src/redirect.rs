@@ -33,11 +33,13 @@
 //! counts. A long result that names another tool in an ordinary sentence is
 //! left to the detector.
 
+use aho_corasick::AhoCorasick;
 use portcullis_core::jsonpath::key_segment;
 use portcullis_core::Span;
 use serde_json::Value;
+use std::sync::LazyLock;
 
-const PM: &[&str] = &[
+const PM_LIST: &[&str] = &[
     "best tool",
     "the best ",
     "world's best",
@@ -66,7 +68,7 @@ const PM: &[&str] = &[
     "never use other",
 ];
 
-const TT: &[&str] = &[
+const TT_LIST: &[&str] = &[
     "no longer available",
     "been replaced by",
     "replaced with",
@@ -91,10 +93,42 @@ pub struct Hit {
     pub target: Option<String>,
 }
 
-fn find_phrase(text: &str, phrases: &[&'static str]) -> Option<(Span, &'static str)> {
+/// A list of phrases, in the order they are looked for, and one automaton that
+/// says whether any of them occurs (ASCII case aside).
+struct Phrases {
+    list: &'static [&'static str],
+    any: LazyLock<AhoCorasick>,
+}
+
+impl Phrases {
+    fn automaton(list: &[&str]) -> AhoCorasick {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(list)
+            .expect("a few fixed phrases build an automaton")
+    }
+}
+
+static PM: Phrases = Phrases {
+    list: PM_LIST,
+    any: LazyLock::new(|| Phrases::automaton(PM_LIST)),
+};
+static TT: Phrases = Phrases {
+    list: TT_LIST,
+    any: LazyLock::new(|| Phrases::automaton(TT_LIST)),
+};
+
+/// The first phrase of the list (in list order) that occurs in `text`, ASCII
+/// case aside, at its first occurrence.
+fn find_phrase(text: &str, phrases: &Phrases) -> Option<(Span, &'static str)> {
+    // Most texts hold none of the phrases: one pass over them says so (a long
+    // result used to be lowercased and searched once per phrase).
+    if !phrases.any.is_match(text) {
+        return None;
+    }
     // ASCII lowercasing keeps byte offsets.
     let lower = text.to_ascii_lowercase();
-    phrases.iter().find_map(|p| {
+    phrases.list.iter().find_map(|p| {
         lower.find(p).map(|i| {
             (
                 Span {
@@ -124,7 +158,7 @@ fn described_fields(v: &Value, path: String, out: &mut Vec<Hit>) {
                 let child_path = format!("{path}{}", key_segment(key));
                 match child {
                     Value::String(text) if key == "description" || key == "title" => {
-                        if let Some((span, phrase)) = find_phrase(text, PM) {
+                        if let Some((span, phrase)) = find_phrase(text, &PM) {
                             out.push(Hit {
                                 path: child_path,
                                 span,
@@ -317,7 +351,7 @@ pub fn transfer(result: &Value, own: &str, args: &Value, known: &[String]) -> Ve
     let short = brief && !data();
     let mut out = Vec::new();
     for (path, text) in strings {
-        if let Some((span, phrase)) = find_phrase(&text, TT) {
+        if let Some((span, phrase)) = find_phrase(&text, &TT) {
             let named = crate::names::Mentions::new(&text);
             // With a phrase, a listed tool in any form (its word form too).
             let target = others
@@ -404,6 +438,22 @@ fn walk(v: &Value, path: String, out: &mut Vec<(String, String)>) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_phrase_is_found_in_any_ascii_case_or_not_at_all() {
+        for list in [&PM, &TT] {
+            for p in list.list {
+                let text = format!("Some text. {} more text.", p.to_ascii_uppercase());
+                let (span, phrase) = find_phrase(&text, list).expect("found");
+                assert_eq!(phrase, *p);
+                assert_eq!(
+                    &text[span.start..span.end].to_ascii_lowercase(),
+                    p.trim_end()
+                );
+            }
+        }
+        assert!(find_phrase(&"plain words ".repeat(5000), &TT).is_none());
+    }
 
     #[test]
     fn pm_in_descriptions() {
