@@ -482,7 +482,7 @@ impl Gateway {
     ) -> Result<(ServerResult, String, bool), McpError> {
         let server = self.upstreams[upstream].name().to_string();
         let mut v = to_value(&result)?;
-        let size = v.to_string().len();
+        let size = serialized_len(&v);
         if size > self.config.max_message_bytes {
             return Err(McpError::internal_error(
                 format!(
@@ -1879,12 +1879,43 @@ fn service_error(server: &str, e: ServiceError) -> McpError {
     }
 }
 
+/// The length of `v` as JSON text, counted without writing the text out (a
+/// result is measured against `max_message_bytes` on every call). A value that
+/// cannot be serialized counts as too long.
+fn serialized_len(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    match serde_json::to_writer(&mut n, v) {
+        Ok(()) => n.0,
+        Err(_) => usize::MAX,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn caps(v: Value) -> ServerCapabilities {
         serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_value_is_measured_as_long_as_its_json_text() {
+        let v = serde_json::json!({
+            "content": [{"type": "text", "text": "quotes \" and \\ and \n, é, 😀, \u{1b}"}],
+            "n": [1.5, -2, 1e300], "isError": false, "empty": {}
+        });
+        assert_eq!(serialized_len(&v), v.to_string().len());
+        assert_eq!(serialized_len(&Value::Null), 4);
     }
 
     #[test]
