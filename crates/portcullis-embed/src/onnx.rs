@@ -103,6 +103,14 @@ fn init_runtime(runtime: &Path, dir: &Path) -> Result<(), EmbedError> {
             path: runtime.to_path_buf(),
         });
     }
+    // One load at a time: two models loaded at once (tests, a gateway and its
+    // reviewer) each found the runtime unloaded, and the second, finding it
+    // loaded by the first once its own check of the file was done, refused the
+    // very same file.
+    static LOADING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _loading = LOADING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if RUNTIME.get().is_some_and(|loaded| loaded == runtime) {
         return Ok(());
     }
