@@ -516,26 +516,23 @@ impl TaintStore {
         if value.chars().count() < self.min_len {
             return;
         }
-        if let Some(old) = self.values.get_mut(value) {
-            if old.same_origin(&label) {
-                // The same class (server, sensitive): nothing to count or trim,
-                // so the entry is updated where it is (a server repeating its
-                // values in every result costs no allocation).
+        match self.values.get_mut(value) {
+            // The same class (server, sensitive): nothing to count or trim, so
+            // the entry is updated where it is (a server repeating its values in
+            // every result costs no allocation).
+            Some(old) if old.same_origin(&label) => {
                 old.stored = old.stored.max(stored);
                 old.seen = seen;
                 old.label = label;
                 return;
             }
-        }
-        let old_class = self.values.get(value).and_then(|e| Self::class(&e.label));
-        let stored = match self.values.get_mut(value) {
             Some(old) if old.label.sensitive && !label.sensitive => {
                 old.seen = old.seen.max(seen);
                 return;
             }
-            Some(old) if old.same_origin(&label) => old.stored.max(stored),
-            Some(_) | None => stored,
-        };
+            Some(_) | None => {}
+        }
+        let old_class = self.values.get(value).and_then(|e| Self::class(&e.label));
         let sensitive = label.sensitive;
         self.account(value, old_class, Self::class(&label));
         self.values.insert(
