@@ -123,7 +123,7 @@ impl Metrics {
         let audit_write_seconds = histogram();
         registry.register(
             "audit_write_duration_seconds",
-            "Time from handing a batch of records to the audit writer to its acknowledgement (the wait before a decision is forwarded)",
+            "Time from a batch of records handed to the audit log until written (the wait before a decision is forwarded)",
             audit_write_seconds.clone(),
         );
         let upstream_up = Family::<ServerLabels, Gauge>::default();
