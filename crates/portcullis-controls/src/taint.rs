@@ -191,7 +191,31 @@ pub struct TaintStore {
     /// (bounded by `max` and expiring like labels, oldest dropped first).
     sent: HashMap<String, u64>,
     sent_order: VecDeque<String>,
+    /// Bumped whenever a key of `values` is added or removed.
+    generation: u64,
+    /// One automaton over the keys of `values` as of a generation: how long
+    /// arguments are searched for them all at once.
+    finder: Option<ValueFinder>,
+    /// Length × values from which a text is searched by the automaton
+    /// ([`FINDER_MIN_WORK`]; tests set it to compare both searches).
+    finder_min_work: usize,
 }
+
+/// The keys of [`TaintStore::values`] in one automaton. A long argument is
+/// searched once for all of them instead of once per value: with a few hundred
+/// labelled values, a 64 KiB argument searched value by value cost more than
+/// the whole inspection of the result.
+#[derive(Debug)]
+struct ValueFinder {
+    generation: u64,
+    automaton: aho_corasick::AhoCorasick,
+    keys: Vec<String>,
+}
+
+/// Texts at least this long × values are searched by the automaton (built when
+/// the set of values has changed since the last one); shorter ones value by
+/// value, which costs less than building it.
+const FINDER_MIN_WORK: usize = 1 << 20;
 
 /// Prefix of the order keys of hashed values.
 const HASHED: &str = "\0sha256:";
@@ -427,6 +451,7 @@ impl TaintStore {
         TaintStore {
             max: max.max(1),
             min_len,
+            finder_min_work: FINDER_MIN_WORK,
             ..TaintStore::default()
         }
     }
@@ -535,14 +560,20 @@ impl TaintStore {
         let old_class = self.values.get(value).and_then(|e| Self::class(&e.label));
         let sensitive = label.sensitive;
         self.account(value, old_class, Self::class(&label));
-        self.values.insert(
-            value.to_string(),
-            Entry {
-                label,
-                seen,
-                stored,
-            },
-        );
+        if self
+            .values
+            .insert(
+                value.to_string(),
+                Entry {
+                    label,
+                    seen,
+                    stored,
+                },
+            )
+            .is_none()
+        {
+            self.generation += 1;
+        }
         self.trim(sensitive);
     }
 
@@ -658,6 +689,7 @@ impl TaintStore {
                 }
                 None => {
                     self.values.remove(&key);
+                    self.generation += 1;
                 }
             }
             if let Some(n) = self.counts.get_mut(class) {
@@ -755,8 +787,36 @@ impl TaintStore {
             .is_some_and(|&at| self.ttl_secs == 0 || now_secs().saturating_sub(at) <= self.ttl_secs)
     }
 
+    /// Which keys of `values` occur in `view`, when the automaton is worth
+    /// using for it (`None`: search value by value).
+    fn found_in(&mut self, view: &str) -> Option<HashSet<usize>> {
+        let current = self
+            .finder
+            .as_ref()
+            .is_some_and(|f| f.generation == self.generation);
+        if !current {
+            if view.len().saturating_mul(self.values.len()) < self.finder_min_work {
+                return None;
+            }
+            let keys: Vec<String> = self.values.keys().cloned().collect();
+            let automaton = aho_corasick::AhoCorasick::new(&keys).ok()?;
+            self.finder = Some(ValueFinder {
+                generation: self.generation,
+                automaton,
+                keys,
+            });
+        }
+        let f = self.finder.as_ref()?;
+        Some(
+            f.automaton
+                .find_overlapping_iter(view)
+                .map(|m| m.pattern().as_usize())
+                .collect(),
+        )
+    }
+
     /// Labelled values in a call's arguments.
-    pub fn matches(&self, args: &Value) -> Vec<Match> {
+    pub fn matches(&mut self, args: &Value) -> Vec<Match> {
         let mut out = Vec::new();
         if self.is_empty() {
             return out;
@@ -788,12 +848,33 @@ impl TaintStore {
                     views.push(("hex", String::from_utf8_lossy(&bytes).into_owned()));
                 }
             }
+            // Per view, the values in it found by the automaton (`None`: look).
+            let found: Vec<Option<HashSet<&str>>> = {
+                let sets: Vec<Option<HashSet<usize>>> =
+                    views.iter().map(|(_, v)| self.found_in(v)).collect();
+                let keys = self.finder.as_ref().map(|f| &f.keys);
+                sets.into_iter()
+                    .map(|set| {
+                        let keys = keys?;
+                        Some(
+                            set?.into_iter()
+                                .filter_map(|i| keys.get(i))
+                                .map(String::as_str)
+                                .collect(),
+                        )
+                    })
+                    .collect()
+            };
             for (value, e) in &self.values {
                 if !self.fresh(e, now) {
                     continue;
                 }
-                for (how, view) in &views {
-                    if view.contains(value.as_str()) {
+                for ((how, view), found) in views.iter().zip(&found) {
+                    let contained = match found {
+                        Some(set) => set.contains(value.as_str()),
+                        None => view.contains(value.as_str()),
+                    };
+                    if contained {
                         let how = if *how == "substring" && view == value {
                             "exact"
                         } else if *how == "substring" && child_path(view, value) {
@@ -967,6 +1048,48 @@ mod tests {
             record_id: "r".into(),
             sensitive: false,
             source: "result",
+        }
+    }
+
+    proptest::proptest! {
+        /// The automaton finds what the search value by value finds, whatever the
+        /// values overlap or share: values and texts are drawn from a few
+        /// characters so that they often do. (Matches of one argument path come
+        /// in the order of a hash map, which differs between two stores: compared
+        /// sorted.)
+        #[test]
+        fn the_automaton_finds_what_the_value_by_value_search_finds(
+            values in proptest::collection::vec("[ab1:][ab1:.]{7,11}", 1..40),
+            pieces in proptest::collection::vec(("[ab1 :.]{0,30}", 0usize..40), 1..30),
+            evict in 0usize..5,
+        ) {
+            let mut stores = [TaintStore::new(30, 8), TaintStore::new(30, 8)];
+            stores[0].finder_min_work = 0;
+            stores[1].finder_min_work = usize::MAX;
+            for t in &mut stores {
+                for (i, v) in values.iter().enumerate() {
+                    t.add(v, label(if i % 3 == 0 { "alpha" } else { "beta" }));
+                }
+            }
+            let text: String = pieces
+                .iter()
+                .map(|(filler, i)| format!("{filler}{}", values.get(*i).map_or("", String::as_str)))
+                .collect();
+            let args = json!({"text": text, "nested": {"list": [text.clone(), "1a1a1a1a1a"]}});
+            let [fast, slow] = &mut stores;
+            let sorted = |mut m: Vec<Match>| {
+                m.sort_by(|a, b| (&a.arg_path, a.how, &a.hint).cmp(&(&b.arg_path, b.how, &b.hint)));
+                m
+            };
+            proptest::prop_assert_eq!(sorted(fast.matches(&args)), sorted(slow.matches(&args)));
+            // After the set changes (new values, some evicted by the bound), the
+            // automaton is rebuilt, not reused.
+            for (i, v) in values.iter().take(evict).enumerate() {
+                let changed = format!("{v}{i}1");
+                fast.add(&changed, label("gamma"));
+                slow.add(&changed, label("gamma"));
+            }
+            proptest::prop_assert_eq!(sorted(fast.matches(&args)), sorted(slow.matches(&args)));
         }
     }
 
