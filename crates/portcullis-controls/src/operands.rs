@@ -183,10 +183,11 @@ impl DefinitionValues {
         let own = (server.to_string(), tool.to_string());
         let own_instructions = (server.to_string(), String::new());
         for (path, s) in strings {
-            let decoded = percent_encoding::percent_decode_str(&s)
-                .decode_utf8()
-                .map(|d| d.into_owned())
-                .unwrap_or_default();
+            // Tokens of the percent-decoded text too, when decoding changes it.
+            let decoded = match percent_encoding::percent_decode_str(&s).decode_utf8() {
+                Ok(std::borrow::Cow::Owned(d)) => d,
+                Ok(std::borrow::Cow::Borrowed(_)) | Err(_) => String::new(),
+            };
             // Origin → the hint of the first of its values found here.
             let mut found: BTreeMap<&(String, String), String> = BTreeMap::new();
             let candidates = std::iter::once(s.trim())

@@ -425,9 +425,17 @@ fn is_quantity(t: &str) -> bool {
 /// The tokens of a text as results are cut into values (whitespace and
 /// quoting/bracketing punctuation separate; sentence punctuation is trimmed).
 pub(crate) fn split_tokens(s: &str) -> impl Iterator<Item = &str> {
-    s.split(|c: char| c.is_whitespace() || "\"'`,;()[]{}<>|".contains(c))
-        .map(|t| t.trim_matches(|c: char| ".:!?".contains(c)))
-        .filter(|t| !t.is_empty())
+    // `matches!` rather than a search of a string of separators per character:
+    // this runs over every character of every argument and result.
+    s.split(|c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                '"' | '\'' | '`' | ',' | ';' | '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | '|'
+            )
+    })
+    .map(|t| t.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?')))
+    .filter(|t| !t.is_empty())
 }
 
 /// The value-like tokens of every string of a result, each once, in order.
@@ -831,7 +839,13 @@ impl TaintStore {
                     views.push(("url", d.into_owned()));
                 }
             }
-            for run in runs(&s, |c| c.is_ascii_alphanumeric() || "+/-_".contains(c), 8) {
+            // A run decodes to 3/4 of its length (half, for hex): one too short to
+            // hold `min_len` characters cannot hold a value, and most runs of a
+            // text are words.
+            for run in runs(&s, |c| c.is_ascii_alphanumeric() || "+/-_".contains(c), 8)
+                .into_iter()
+                .filter(|r| r.len() * 3 / 4 >= self.min_len)
+            {
                 for engine in [
                     &base64::engine::general_purpose::STANDARD_NO_PAD,
                     &base64::engine::general_purpose::URL_SAFE_NO_PAD,
@@ -842,7 +856,10 @@ impl TaintStore {
                     }
                 }
             }
-            for run in runs(&s, |c| c.is_ascii_hexdigit(), 16) {
+            for run in runs(&s, |c| c.is_ascii_hexdigit(), 16)
+                .into_iter()
+                .filter(|r| r.len() / 2 >= self.min_len)
+            {
                 let even = &run[..run.len() - run.len() % 2];
                 if let Ok(bytes) = hex::decode(even) {
                     views.push(("hex", String::from_utf8_lossy(&bytes).into_owned()));
@@ -1078,7 +1095,7 @@ mod tests {
             let args = json!({"text": text, "nested": {"list": [text.clone(), "1a1a1a1a1a"]}});
             let [fast, slow] = &mut stores;
             let sorted = |mut m: Vec<Match>| {
-                m.sort_by(|a, b| (&a.arg_path, a.how, &a.hint).cmp(&(&b.arg_path, b.how, &b.hint)));
+                m.sort_by_cached_key(|m| format!("{m:?}"));
                 m
             };
             proptest::prop_assert_eq!(sorted(fast.matches(&args)), sorted(slow.matches(&args)));
@@ -1091,6 +1108,25 @@ mod tests {
             }
             proptest::prop_assert_eq!(sorted(fast.matches(&args)), sorted(slow.matches(&args)));
         }
+    }
+
+    /// Runs too short to decode to `min_len` characters are skipped; one that
+    /// decodes to exactly that many is still read.
+    #[test]
+    fn a_value_of_the_shortest_length_is_found_base64_and_hex_encoded() {
+        let mut t = TaintStore::new(100, 8);
+        t.add("ZQ8-4410", label("alpha"));
+        for engine in [
+            &base64::engine::general_purpose::STANDARD_NO_PAD,
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ] {
+            let b64 = engine.encode("ZQ8-4410");
+            assert_eq!(b64.len(), 11);
+            let m = t.matches(&json!({"q": format!("see {b64} there")}));
+            assert_eq!(m.iter().map(|m| m.how).collect::<Vec<_>>(), ["base64"], "{b64}");
+        }
+        let m = t.matches(&json!({"q": format!("x {} y", hex::encode("ZQ8-4410"))}));
+        assert_eq!(m.iter().map(|m| m.how).collect::<Vec<_>>(), ["hex"]);
     }
 
     #[test]
