@@ -1123,7 +1123,11 @@ mod tests {
             let b64 = engine.encode("ZQ8-4410");
             assert_eq!(b64.len(), 11);
             let m = t.matches(&json!({"q": format!("see {b64} there")}));
-            assert_eq!(m.iter().map(|m| m.how).collect::<Vec<_>>(), ["base64"], "{b64}");
+            assert_eq!(
+                m.iter().map(|m| m.how).collect::<Vec<_>>(),
+                ["base64"],
+                "{b64}"
+            );
         }
         let m = t.matches(&json!({"q": format!("x {} y", hex::encode("ZQ8-4410"))}));
         assert_eq!(m.iter().map(|m| m.how).collect::<Vec<_>>(), ["hex"]);
