@@ -772,7 +772,6 @@ impl Structural {
         def: Option<&Value>,
         args: &Value,
     ) -> Result<Verdict, StructuralError> {
-        let fp = pins::hash(&json!({"server": server, "tool": tool, "arguments": args}));
         let mut flow = CallFindings::default();
         if let (true, Some(def)) = (self.config.params.enabled, def) {
             self.filled_parameters(&mut flow, server, tool, def, args)?;
@@ -790,6 +789,9 @@ impl Structural {
         if findings.is_empty() {
             return Ok(Verdict::Pass);
         }
+        // Only a call with findings needs its fingerprint (hashing every call's
+        // arguments cost a copy and a digest of each, 64 KiB ones included).
+        let fp = pins::hash(&json!({"server": server, "tool": tool, "arguments": args}));
         if action != FlowAction::Allow {
             if let Some(item) = self.store.take_call_approval(server, tool, &fp)? {
                 reasons.push(format!("approved at review (item {})", item.id));
