@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Benchmarks `portcullis proxy` against a direct connection (same rmcp client, same
-# upstream, interleaved in one run): rules + lexical with the audit log's fsync on (the
-# default, with the 100,000-call memory run), then with --no-fsync, then with the
-# embedding stage on, then the two floors in the gateway's place (a bare byte relay; an
-# rmcp pass-through with no inspection and no log). Release build. Prints Markdown
+# upstream, interleaved in one run): rules + lexical with the audit log's default
+# durability (group: fsync within 50 ms; with the 100,000-call memory run), then with
+# --no-fsync, then with the embedding stage on, then the two floors in the gateway's
+# place (a bare byte relay; an rmcp pass-through with no inspection and no log). Release build. Prints Markdown
 # tables on stdout. Add --keep-alive for HTTP clients that keep their connections (as
 # the Python and TypeScript SDKs do).
 #
@@ -19,7 +19,7 @@ cargo build --release -p portcullis -p portcullis-testkit >&2
 BENCH="$ROOT/target/release/portcullis-proxy-bench"
 echo "# portcullis proxy benchmark ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load before: $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
-echo "## audit fsync on (default)"
+echo "## audit durability: the default (group)"
 echo
 "$BENCH" "$@"
 echo
@@ -28,7 +28,7 @@ echo
 "$BENCH" --no-fsync --long 0 "$@"
 if [[ -f models/all-MiniLM-L6-v2/model.safetensors ]]; then
   echo
-  echo "## embedding stage on (audit fsync on)"
+  echo "## embedding stage on (audit durability: the default)"
   echo
   "$BENCH" --embedding --long 0 "$@"
 fi

@@ -662,7 +662,7 @@ fn render(rows: &[Row], memory: &str, args: &Args) -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let _ = writeln!(
         out,
-        "{}{}; HTTP clients: {}; audit fsync: {}; calls per cell and side: {} \
+        "{}{}; HTTP clients: {}; audit durability: {}; calls per cell and side: {} \
          in {} interleaved rounds; CPUs: {cpus}; load average at the end: {}\n",
         if args.floor == Some(Floor::Bytes) {
             "gateway column: a bare byte relay (--floor bytes), no gateway"
@@ -684,9 +684,9 @@ fn render(rows: &[Row], memory: &str, args: &Args) -> String {
             "a connection per request (rmcp's default)"
         },
         if args.no_fsync {
-            "off (--no-fsync)"
+            "none (--no-fsync)"
         } else {
-            "on (default)"
+            "the gateway's default (group: fsync within 50 ms)"
         },
         args.calls,
         args.rounds,
