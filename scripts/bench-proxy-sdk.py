@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """The gateway as a user of the Python MCP SDK sees it: direct vs `portcullis proxy`.
 
-One interleaved run over stdio with the official Python `mcp` SDK client (the one in
+One interleaved run with the official Python `mcp` SDK client (the one in
 .interop/venv, installed by scripts/setup-interop.sh): for each cell, rounds of
-`--calls / --rounds` calls alternate between a direct session with the upstream and a
-session through the gateway, so a change in the machine's load hits both sides alike.
-Each side is one session (a process pair); "sequential" waits for each result, "N in
-flight" keeps N calls outstanding on the same session. The payloads are prose (a
+`--calls / --rounds` calls alternate between direct sessions with the upstream and
+sessions through the gateway, so a change in the machine's load hits both sides alike.
+Over stdio each side is one session (a process pair); "sequential" waits for each
+result, "N in flight" keeps N calls outstanding on that session. Over Streamable HTTP
+the upstream listens on a local port (the test server's HTTP mode, server-everything's
+`streamableHttp`) and the gateway is `portcullis proxy --listen --no-stdio` whose
+`[[server]] url` is that same upstream (with `keep_alive`, as the SDK keeps its
+connections too); "N sessions" runs N client sessions at once, each calling in turn. The payloads are prose (a
 deterministic text of sentences, not random characters, which the decoders treat
 differently): the test server's `payload` tool returns KiB of it, server-everything's
 `echo` gets it as its `message` (so the gateway reads it in the arguments and again in
@@ -15,6 +19,7 @@ calls per second of each side and their ratio.
 
     .interop/venv/bin/python scripts/bench-proxy-sdk.py            # after scripts/setup-interop.sh
     .interop/venv/bin/python scripts/bench-proxy-sdk.py --calls 400 --kib 1,64 --gateway-arg=--no-fsync
+    .interop/venv/bin/python scripts/bench-proxy-sdk.py --transports http
 
 Needs release binaries (`cargo build --release -p portcullis -p portcullis-testkit`).
 Every gateway run writes its audit log in a temporary directory, removed at the end.
@@ -24,12 +29,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any, Iterator
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -68,55 +78,147 @@ def percentile(xs: list[float], q: float) -> float:
     return ys[min(len(ys) - 1, int(q * len(ys)))]
 
 
-async def run_side(params: StdioServerParameters, tool: str, args: dict, calls: int, inflight: int,
+async def run_side(targets: list[Any], tool: str, args: dict, calls: int, inflight: int,
                    warmup: int) -> tuple[list[float], float]:
-    """Latencies (ms) of `calls` calls on one new session, and calls per second."""
-    async with Client(params, read_timeout_seconds=60, cache=None) as client:
-        for _ in range(warmup):
-            r = await client.call_tool(tool, args)
-            if r.is_error:
-                raise SystemExit(f"{tool} answered with an error: {r.content[:1]}")
-        lat: list[float] = []
-        queue = iter(range(calls))
+    """Latencies (ms) of `calls` calls spread over one session per target (all at once),
+    and calls per second from the first measured call to the last answer."""
+    lat: list[float] = []
+    per = max(1, calls // len(targets))
+    # Connect and warm up every session first, then measure them together.
+    ready = asyncio.Event()
+    started: list[float] = []
 
-        async def worker() -> None:
-            for _ in queue:
-                t = time.perf_counter()
+    async def one(target: Any) -> None:
+        async with Client(target, read_timeout_seconds=60, cache=None) as client:
+            for _ in range(warmup):
                 r = await client.call_tool(tool, args)
-                lat.append((time.perf_counter() - t) * 1000)
                 if r.is_error:
                     raise SystemExit(f"{tool} answered with an error: {r.content[:1]}")
+            started.append(time.perf_counter())
+            if len(started) == len(targets):
+                ready.set()
+            await ready.wait()
+            queue = iter(range(per))
 
-        t0 = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(inflight)))
-        return lat, calls / (time.perf_counter() - t0)
+            async def worker() -> None:
+                for _ in queue:
+                    t = time.perf_counter()
+                    r = await client.call_tool(tool, args)
+                    lat.append((time.perf_counter() - t) * 1000)
+                    if r.is_error:
+                        raise SystemExit(f"{tool} answered with an error: {r.content[:1]}")
+
+            await asyncio.gather(*(worker() for _ in range(inflight)))
+
+    await asyncio.gather(*(one(t) for t in targets))
+    return lat, len(lat) / (time.perf_counter() - max(started))
 
 
-async def cell(label: str, upstream: list[str], tool: str, args: dict, ns: argparse.Namespace,
-               inflight: int, work: Path) -> str:
-    direct = StdioServerParameters(command=upstream[0], args=upstream[1:])
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, proc: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit(f"{what} exited with status {proc.returncode} before listening on {port}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{what} did not listen on {port} within 30 s")
+        time.sleep(0.1)
+
+
+def listening_url(proc: subprocess.Popen, marker: str, what: str) -> str:
+    """The URL a child prints on stderr after `marker`. Its stderr is drained from then on
+    (dropped), so that the child never blocks on a full pipe."""
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if marker in line:
+            rest = proc.stderr
+            threading.Thread(target=lambda: [None for _ in rest], daemon=True).start()
+            return line.split(marker, 1)[1].strip()
+    raise SystemExit(f"{what} exited (status {proc.wait()}) without printing {marker!r}")
+
+
+@contextlib.contextmanager
+def http_pair(upstream: list[str], ns: argparse.Namespace, work: Path, n: int) -> Iterator[tuple[str, str]]:
+    """An HTTP upstream and a gateway in front of it: (direct URL, gateway URL)."""
+    procs: list[subprocess.Popen] = []
+    try:
+        if upstream[0] == str(ns.testserver):
+            up = subprocess.Popen([*upstream, "--transport", "http", "--listen", "127.0.0.1:0"],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)
+            procs.append(up)
+            url = listening_url(up, "listening on ", "the test server")
+        else:
+            port = free_port()
+            up = subprocess.Popen([*upstream[:2], "streamableHttp"], env={**os.environ, "PORT": str(port)},
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            procs.append(up)
+            wait_port(port, up, "server-everything")
+            url = f"http://127.0.0.1:{port}/mcp"
+        cfg = work / f"gateway-{n}.toml"
+        cfg.write_text(f'[audit]\nlog = "{work / f"audit-http-{n}.jsonl"}"\n'
+                       f'[[server]]\nname = "up"\nurl = "{url}"\nkeep_alive = true\n')
+        gw = subprocess.Popen([str(ns.portcullis), "proxy", "--listen", "127.0.0.1:0", "--no-stdio",
+                               "--config", str(cfg), *ns.gateway_arg],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+        procs.append(gw)
+        gurl = listening_url(gw, "portcullis: listening on ", "the gateway")
+        yield url, gurl
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=10)
+            if p.poll() is None:
+                p.kill()
+
+
+async def cell(transport: str, label: str, upstream: list[str], tool: str, args: dict,
+               ns: argparse.Namespace, concurrent: int, work: Path) -> str:
     n = 0
     sides: dict[str, tuple[list[float], list[float]]] = {"direct": ([], []), "gateway": ([], [])}
     per_round = max(1, ns.calls // ns.rounds)
-    for r in range(ns.rounds):
-        for side in ("direct", "gateway") if r % 2 == 0 else ("gateway", "direct"):
-            if side == "direct":
-                params = direct
-            else:
-                n += 1
-                log = work / f"audit-{n}.jsonl"
-                params = StdioServerParameters(
-                    command=str(ns.portcullis),
-                    args=["proxy", "--audit-log", str(log), *ns.gateway_arg, "--", *upstream],
-                )
-            lat, rate = await run_side(params, tool, args, per_round, inflight, ns.warmup)
-            sides[side][0].extend(lat)
-            sides[side][1].append(rate)
+    with contextlib.ExitStack() as stack:
+        if transport == "http":
+            direct_url, gateway_url = stack.enter_context(http_pair(upstream, ns, work, len(list(work.iterdir()))))
+        for r in range(ns.rounds):
+            for side in ("direct", "gateway") if r % 2 == 0 else ("gateway", "direct"):
+                if transport == "http":
+                    # `concurrent` sessions at once, each calling in turn.
+                    url = direct_url if side == "direct" else gateway_url
+                    targets: list[Any] = [url] * concurrent
+                    inflight = 1
+                elif side == "direct":
+                    targets, inflight = [StdioServerParameters(command=upstream[0], args=upstream[1:])], concurrent
+                else:
+                    n += 1
+                    log = work / f"audit-{n}.jsonl"
+                    targets = [StdioServerParameters(
+                        command=str(ns.portcullis),
+                        args=["proxy", "--audit-log", str(log), *ns.gateway_arg, "--", *upstream],
+                    )]
+                    inflight = concurrent
+                lat, rate = await run_side(targets, tool, args, per_round, inflight, ns.warmup)
+                sides[side][0].extend(lat)
+                sides[side][1].append(rate)
     d, g = sides["direct"], sides["gateway"]
     dp50, gp50 = statistics.median(d[0]), statistics.median(g[0])
     drate, grate = statistics.mean(d[1]), statistics.mean(g[1])
-    mode = "sequential" if inflight == 1 else f"{inflight} in flight, 1 session"
-    return (f"| stdio | {label} | {mode} | {dp50:.3f} / {percentile(d[0], 0.95):.3f} | "
+    if concurrent == 1:
+        mode = "sequential"
+    elif transport == "http":
+        mode = f"{concurrent} sessions"
+    else:
+        mode = f"{concurrent} in flight, 1 session"
+    return (f"| {transport} | {label} | {mode} | {dp50:.3f} / {percentile(d[0], 0.95):.3f} | "
             f"{gp50:.3f} / {percentile(g[0], 0.95):.3f} | {gp50 / dp50:.2f} | {drate:.0f} | {grate:.0f} | "
             f"{grate / drate:.2f} |")
 
@@ -134,7 +236,9 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=4, help="interleaving rounds (each a new session per side)")
     p.add_argument("--warmup", type=int, default=20, help="unmeasured calls at the start of each session")
     p.add_argument("--kib", default="1,64", help="payload sizes in KiB")
-    p.add_argument("--concurrency", type=int, default=16, help="calls in flight in the concurrent rows")
+    p.add_argument("--concurrency", type=int, default=16,
+                   help="calls in flight (stdio) or sessions (HTTP) in the concurrent rows")
+    p.add_argument("--transports", default="stdio", help="stdio, http or both (stdio,http)")
     p.add_argument("--gateway-arg", action="append", default=[],
                    help="one more argument for `portcullis proxy` (repeatable)")
     ns = p.parse_args()
@@ -162,11 +266,17 @@ def main() -> int:
     print("| transport | upstream tool | mode | direct p50 / p95 ms | gateway p50 / p95 ms | p50 × | "
           "direct calls/s | gateway calls/s | throughput × |")
     print("|---|---|---|---|---|---|---|---|---|")
+    transports = [t.strip() for t in ns.transports.split(",") if t.strip()]
+    for t in transports:
+        if t not in ("stdio", "http"):
+            print(f"--transports: unknown transport {t!r} (give stdio, http or stdio,http)", file=sys.stderr)
+            return 2
     with tempfile.TemporaryDirectory(prefix="portcullis-sdk-bench-") as work:
-        for label, upstream, tool, args in cells:
-            for inflight in (1, ns.concurrency):
-                row = asyncio.run(cell(label, upstream, tool, args, ns, inflight, Path(work)))
-                print(row, flush=True)
+        for transport in transports:
+            for label, upstream, tool, args in cells:
+                for concurrent in (1, ns.concurrency):
+                    row = asyncio.run(cell(transport, label, upstream, tool, args, ns, concurrent, Path(work)))
+                    print(row, flush=True)
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "?"
     print(f"\nload average at the end: {load}")
     return 0
