@@ -212,6 +212,17 @@ struct ValueFinder {
     keys: Vec<String>,
 }
 
+impl ValueFinder {
+    /// The values that occur in `text`.
+    fn found(&self, text: &str) -> HashSet<&str> {
+        self.automaton
+            .find_overlapping_iter(text)
+            .filter_map(|m| self.keys.get(m.pattern().as_usize()))
+            .map(String::as_str)
+            .collect()
+    }
+}
+
 /// Texts at least this long × values are searched by the automaton (built when
 /// the set of values has changed since the last one); shorter ones value by
 /// value, which costs less than building it.
@@ -795,32 +806,31 @@ impl TaintStore {
             .is_some_and(|&at| self.ttl_secs == 0 || now_secs().saturating_sub(at) <= self.ttl_secs)
     }
 
-    /// Which keys of `values` occur in `view`, when the automaton is worth
-    /// using for it (`None`: search value by value).
-    fn found_in(&mut self, view: &str) -> Option<HashSet<usize>> {
-        let current = self
+    /// Whether a text of `len` bytes is searched by the automaton; builds it
+    /// when the set of values changed since the last one and the text is long
+    /// enough to pay for building.
+    fn use_finder(&mut self, len: usize) -> bool {
+        if self
             .finder
             .as_ref()
-            .is_some_and(|f| f.generation == self.generation);
-        if !current {
-            if view.len().saturating_mul(self.values.len()) < self.finder_min_work {
-                return None;
-            }
-            let keys: Vec<String> = self.values.keys().cloned().collect();
-            let automaton = aho_corasick::AhoCorasick::new(&keys).ok()?;
-            self.finder = Some(ValueFinder {
-                generation: self.generation,
-                automaton,
-                keys,
-            });
+            .is_some_and(|f| f.generation == self.generation)
+        {
+            return true;
         }
-        let f = self.finder.as_ref()?;
-        Some(
-            f.automaton
-                .find_overlapping_iter(view)
-                .map(|m| m.pattern().as_usize())
-                .collect(),
-        )
+        if len.saturating_mul(self.values.len()) < self.finder_min_work {
+            return false;
+        }
+        let keys: Vec<String> = self.values.keys().cloned().collect();
+        // An automaton that cannot be built leaves the value-by-value search.
+        let Ok(automaton) = aho_corasick::AhoCorasick::new(&keys) else {
+            return false;
+        };
+        self.finder = Some(ValueFinder {
+            generation: self.generation,
+            automaton,
+            keys,
+        });
+        true
     }
 
     /// Labelled values in a call's arguments.
@@ -866,22 +876,15 @@ impl TaintStore {
                 }
             }
             // Per view, the values in it found by the automaton (`None`: look).
-            let found: Vec<Option<HashSet<&str>>> = {
-                let sets: Vec<Option<HashSet<usize>>> =
-                    views.iter().map(|(_, v)| self.found_in(v)).collect();
-                let keys = self.finder.as_ref().map(|f| &f.keys);
-                sets.into_iter()
-                    .map(|set| {
-                        let keys = keys?;
-                        Some(
-                            set?.into_iter()
-                                .filter_map(|i| keys.get(i))
-                                .map(String::as_str)
-                                .collect(),
-                        )
-                    })
-                    .collect()
-            };
+            let by_finder: Vec<bool> = views
+                .iter()
+                .map(|(_, v)| self.use_finder(v.len()))
+                .collect();
+            let found: Vec<Option<HashSet<&str>>> = views
+                .iter()
+                .zip(by_finder)
+                .map(|((_, v), by)| Some(self.finder.as_ref().filter(|_| by)?.found(v)))
+                .collect();
             for (value, e) in &self.values {
                 if !self.fresh(e, now) {
                     continue;

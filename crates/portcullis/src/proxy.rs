@@ -157,16 +157,15 @@ fn log_ready(cfg: &GatewayConfig) {
 pub fn run(args: ProxyArgs) -> Result<ExitCode> {
     let cfg = gateway_config(&args)?;
     let detector = detector(&args, &cfg)?;
-    let mut rt = tokio::runtime::Builder::new_multi_thread();
     let one_client = cfg.stdio && cfg.listen.is_none();
-    match (args.worker_threads, one_client) {
-        (Some(n), _) => {
-            rt.worker_threads(usize::from(n));
-        }
-        (None, true) => {
-            rt.worker_threads(1);
-        }
-        (None, false) => {}
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    // Unset (and not one client): tokio's default, one per CPU.
+    if let Some(n) = args
+        .worker_threads
+        .map(usize::from)
+        .or(one_client.then_some(1))
+    {
+        rt.worker_threads(n);
     }
     let rt = rt
         .enable_all()
@@ -175,7 +174,7 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
     let outcome = rt.block_on(async move {
         let ct = CancellationToken::new();
         stop_on_signal(ct.clone());
-        if cfg.stdio && cfg.listen.is_none() {
+        if one_client {
             return stdio_only(cfg, detector, ct).await;
         }
         let gw = Gateway::start(cfg.clone(), detector)
