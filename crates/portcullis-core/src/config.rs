@@ -162,6 +162,13 @@ pub struct EmbeddingConfig {
     /// it is the default, so configurations keep their hash.
     #[serde(skip_serializing_if = "is_default_max_bytes")]
     pub max_bytes: usize,
+    /// Chunks of an item the model scores at most (0, the default = every chunk).
+    /// A text with more chunks has only those the lexical model rates most
+    /// suspicious scored (with the lexical stage off: the first and last ones), so
+    /// a 64 KiB result costs a bounded number of model runs; the record counts the
+    /// bytes of the chunks not scored as unread. Not written when 0.
+    #[serde(skip_serializing_if = "is_zero_usize")]
+    pub max_chunks: usize,
     /// What runs the model: `onnx` (ONNX Runtime, the default) or `candle`.
     pub backend: EmbeddingBackend,
     /// The ONNX Runtime library for backend `onnx` (`scripts/fetch-models.sh`
@@ -199,6 +206,10 @@ fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
 
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
+}
+
 const DEFAULT_MAX_BYTES: usize = 64 * 1024;
 
 fn is_default_max_bytes(n: &usize) -> bool {
@@ -217,6 +228,7 @@ impl Default for EmbeddingConfig {
             chunk_tokens: 254,
             gate: 0.0,
             max_bytes: DEFAULT_MAX_BYTES,
+            max_chunks: 0,
             backend: EmbeddingBackend::Onnx,
             onnxruntime: "models/onnxruntime/libonnxruntime.so.1.22.1".into(),
         }

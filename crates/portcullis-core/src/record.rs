@@ -130,7 +130,8 @@ pub struct Evidence {
     pub path: Option<String>,
     /// Number of chunks the text was cut into.
     pub chunks: usize,
-    /// Bytes of a long text the stage did not read (its read limit).
+    /// Bytes of the text the stage did not read: past its read limit, or in chunks
+    /// it did not score.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unread_bytes: usize,
     pub deciding_chunk: ChunkEvidence,

@@ -53,8 +53,11 @@ pub struct ChunkScore {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TextScore {
     pub probability: f64,
+    /// Chunks the text was cut into, and how many of them were scored.
     pub chunks: usize,
-    /// Bytes of the text past the read limit that were not read.
+    pub scored_chunks: usize,
+    /// Bytes of the text the model did not read: past the read limit, or in
+    /// chunks not scored.
     pub unread_bytes: usize,
     pub deciding: ChunkScore,
     pub neighbours: Vec<Neighbour>,
@@ -69,6 +72,7 @@ pub struct Classifier {
     k: usize,
     window: usize,
     max_bytes: usize,
+    max_chunks: usize,
 }
 
 /// Where a [`Classifier`] comes from.
@@ -86,6 +90,8 @@ pub struct ClassifierSpec<'a> {
     pub chunk_tokens: usize,
     /// Bytes of a text read at most (see [`read_parts`]).
     pub max_bytes: usize,
+    /// Chunks of a text scored at most (0 = every chunk; see [`pick_chunks`]).
+    pub max_chunks: usize,
 }
 
 impl Classifier {
@@ -148,6 +154,7 @@ impl Classifier {
             k: spec.k,
             window: spec.chunk_tokens,
             max_bytes: spec.max_bytes,
+            max_chunks: spec.max_chunks,
         })
     }
 
@@ -167,8 +174,19 @@ impl Classifier {
         chunk_inputs(&self.embedder, text, self.window)
     }
 
-    /// Score one text (see the crate docs for the chunk rule).
+    /// Score one text (see the crate docs for the chunk rule), every chunk up to
+    /// `max_chunks`, then the first and last ones.
     pub fn score(&self, text: &str) -> Result<TextScore, EmbedError> {
+        self.score_ranked(text, None)
+    }
+
+    /// Score one text; when it has more than `max_chunks` chunks, only those
+    /// `rank` rates highest are scored (see [`pick_chunks`]).
+    pub fn score_ranked(
+        &self,
+        text: &str,
+        rank: Option<&dyn Fn(&str) -> f64>,
+    ) -> Result<TextScore, EmbedError> {
         let parts = read_parts(text, self.max_bytes);
         let mut chunks = Vec::new();
         let mut seqs = Vec::new();
@@ -181,23 +199,33 @@ impl Classifier {
             }));
             seqs.extend(s);
         }
-        let unread_bytes = text.len() - parts.iter().map(|(_, p)| p.len()).sum::<usize>();
-        let embs = self.embedder.embed_sequences(&seqs)?;
+        let picked = pick_chunks(text, &chunks, self.max_chunks, rank);
+        let picked_bytes: usize = picked
+            .iter()
+            .map(|&i| chunks[i].end - chunks[i].start)
+            .sum();
+        let chunk_bytes: usize = chunks.iter().map(|c| c.end - c.start).sum();
+        let unread_bytes = text.len() - parts.iter().map(|(_, p)| p.len()).sum::<usize>()
+            + (chunk_bytes - picked_bytes);
+        let picked_seqs: Vec<Vec<u32>> = picked.iter().map(|&i| seqs[i].clone()).collect();
+        let embs = self.embedder.embed_sequences(&picked_seqs)?;
         let mut best: Option<(usize, f64)> = None;
-        for (i, e) in embs.iter().enumerate() {
+        for (j, e) in embs.iter().enumerate() {
             let p = self.head.probability(e);
             if best.is_none_or(|(_, b)| p > b) {
-                best = Some((i, p));
+                best = Some((j, p));
             }
         }
-        let (i, p) = best.ok_or_else(|| EmbedError::Inference("no chunk to score".into()))?;
+        let (j, p) = best.ok_or_else(|| EmbedError::Inference("no chunk to score".into()))?;
+        let i = picked[j];
         let neighbours = match &self.index {
-            Some(idx) => idx.nearest(&embs[i], self.k),
+            Some(idx) => idx.nearest(&embs[j], self.k),
             None => Vec::new(),
         };
         Ok(TextScore {
             probability: p,
             chunks: chunks.len(),
+            scored_chunks: picked.len(),
             unread_bytes,
             deciding: ChunkScore {
                 index: i,
@@ -208,6 +236,42 @@ impl Classifier {
             neighbours,
         })
     }
+}
+
+/// Which chunks of a text the model scores, in text order: all of them when there
+/// are at most `max` (or `max` is 0); else the `max` that `rank` rates highest
+/// (ties to the earlier chunk), or without a ranker the first `max - max / 2` and
+/// the last `max / 2`, as [`read_parts`] reads a long text's head and tail.
+pub fn pick_chunks(
+    text: &str,
+    chunks: &[chunk::Chunk],
+    max: usize,
+    rank: Option<&dyn Fn(&str) -> f64>,
+) -> Vec<usize> {
+    let n = chunks.len();
+    if max == 0 || n <= max {
+        return (0..n).collect();
+    }
+    let mut picked: Vec<usize> = match rank {
+        Some(rank) => {
+            let scores: Vec<f64> = chunks
+                .iter()
+                .map(|c| rank(text.get(c.start..c.end).unwrap_or("")))
+                .collect();
+            let mut order: Vec<usize> = (0..n).collect();
+            // Stable: equal scores keep text order. NaN ranks last.
+            order.sort_by(|&a, &b| {
+                let (x, y) = (scores[a], scores[b]);
+                y.partial_cmp(&x)
+                    .unwrap_or_else(|| x.is_nan().cmp(&y.is_nan()))
+            });
+            order.truncate(max);
+            order
+        }
+        None => (0..max - max / 2).chain(n - max / 2..n).collect(),
+    };
+    picked.sort_unstable();
+    picked
 }
 
 /// The parts of `text` the classifier reads, each with its byte offset: all of it
@@ -247,8 +311,55 @@ pub fn chunk_inputs(
 
 #[cfg(test)]
 mod tests {
-    use super::read_parts;
+    use super::{chunk::Chunk, pick_chunks, read_parts};
     use proptest::prelude::*;
+
+    /// Ten chunks of "c0 ", "c1 ", ... (3 bytes each).
+    fn ten() -> (String, Vec<Chunk>) {
+        let text: String = (0..10).map(|i| format!("c{i} ")).collect();
+        let chunks = (0..10)
+            .map(|i| Chunk {
+                tokens: (i, i + 1),
+                start: 3 * i,
+                end: 3 * i + 2,
+            })
+            .collect();
+        (text, chunks)
+    }
+
+    #[test]
+    fn every_chunk_is_picked_within_the_budget_or_without_one() {
+        let (text, chunks) = ten();
+        let all: Vec<usize> = (0..10).collect();
+        assert_eq!(pick_chunks(&text, &chunks, 0, None), all);
+        assert_eq!(pick_chunks(&text, &chunks, 10, None), all);
+        assert_eq!(pick_chunks(&text, &chunks, 11, None), all);
+    }
+
+    #[test]
+    fn the_ranker_picks_the_highest_rated_chunks_in_text_order() {
+        let (text, chunks) = ten();
+        // c7 highest, then c2; c4 and c5 tie (the earlier wins); NaN never picked.
+        let rank = |c: &str| match c {
+            "c7" => 9.0,
+            "c2" => 5.0,
+            "c4" | "c5" => 1.0,
+            "c9" => f64::NAN,
+            _ => 0.0,
+        };
+        assert_eq!(pick_chunks(&text, &chunks, 3, Some(&rank)), vec![2, 4, 7]);
+        assert_eq!(pick_chunks(&text, &chunks, 1, Some(&rank)), vec![7]);
+        let picked = pick_chunks(&text, &chunks, 9, Some(&rank));
+        assert!(!picked.contains(&9), "{picked:?}");
+    }
+
+    #[test]
+    fn without_a_ranker_the_head_and_tail_are_picked() {
+        let (text, chunks) = ten();
+        assert_eq!(pick_chunks(&text, &chunks, 3, None), vec![0, 1, 9]);
+        assert_eq!(pick_chunks(&text, &chunks, 4, None), vec![0, 1, 8, 9]);
+        assert_eq!(pick_chunks(&text, &chunks, 1, None), vec![0]);
+    }
 
     proptest! {
         /// The parts are the text's own bytes at their offsets, on character

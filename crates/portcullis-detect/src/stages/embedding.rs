@@ -12,6 +12,9 @@ use portcullis_core::{
 };
 use portcullis_embed::{resolve_models_dir, Backend, Classifier, ClassifierSpec};
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::lexical::LexicalModel;
 
 pub const NAME: &str = "embedding";
 
@@ -19,15 +22,24 @@ pub const NAME: &str = "embedding";
 pub struct EmbeddingStage {
     classifier: Classifier,
     gate: Option<f64>,
+    /// Picks the chunks of a long text the model scores (`embedding.max_chunks`).
+    ranker: Option<Arc<LexicalModel>>,
 }
 
 /// Load the stage; a missing model directory is an error naming the fetch command.
-pub fn stage(cfg: &EmbeddingConfig) -> Result<Box<dyn Stage>, DetectError> {
-    Ok(Box::new(EmbeddingStage::new(cfg)?))
+/// `ranker`: the lexical model, when its stage is on.
+pub fn stage(
+    cfg: &EmbeddingConfig,
+    ranker: Option<Arc<LexicalModel>>,
+) -> Result<Box<dyn Stage>, DetectError> {
+    Ok(Box::new(EmbeddingStage::new(cfg, ranker)?))
 }
 
 impl EmbeddingStage {
-    pub fn new(cfg: &EmbeddingConfig) -> Result<EmbeddingStage, DetectError> {
+    pub fn new(
+        cfg: &EmbeddingConfig,
+        ranker: Option<Arc<LexicalModel>>,
+    ) -> Result<EmbeddingStage, DetectError> {
         let dir = resolve_models_dir(&cfg.models_dir);
         let head = cfg.head.as_ref().map(PathBuf::from);
         let index = cfg.index.as_ref().map(PathBuf::from);
@@ -40,11 +52,13 @@ impl EmbeddingStage {
             k: cfg.k,
             chunk_tokens: cfg.chunk_tokens,
             max_bytes: cfg.max_bytes,
+            max_chunks: cfg.max_chunks,
         };
         let classifier = Classifier::load(&spec).map_err(|e| DetectError::Model(e.to_string()))?;
         Ok(EmbeddingStage {
             classifier,
             gate: (cfg.gate > 0.0).then_some(cfg.gate),
+            ranker,
         })
     }
 
@@ -79,7 +93,13 @@ impl Stage for EmbeddingStage {
 
     fn run(&self, input: &StageInput<'_>) -> StageResult {
         let text = input.item.text.as_str();
-        match self.classifier.score(text) {
+        let rank = |chunk: &str| {
+            self.ranker
+                .as_ref()
+                .map_or(0.0, |m| m.window_margin(&[chunk]))
+        };
+        let ranked = self.ranker.as_ref().map(|_| &rank as &dyn Fn(&str) -> f64);
+        match self.classifier.score_ranked(text, ranked) {
             Ok(s) => {
                 let d = &s.deciding;
                 let excerpt: String = text

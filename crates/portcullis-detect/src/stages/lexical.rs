@@ -5,6 +5,7 @@ use super::{Stage, StageInput, StageResult};
 use crate::lexical::LexicalModel;
 use crate::DetectError;
 use portcullis_core::{Channel, Config, LexicalConfig};
+use std::sync::Arc;
 
 pub const NAME: &str = "lexical";
 
@@ -12,7 +13,7 @@ include!(concat!(env!("OUT_DIR"), "/embedded_lexical.rs"));
 
 #[derive(Debug)]
 pub struct LexicalStage {
-    model: LexicalModel,
+    model: Arc<LexicalModel>,
 }
 
 impl LexicalStage {
@@ -33,11 +34,18 @@ impl LexicalStage {
         };
         let model =
             LexicalModel::from_json(&text).map_err(|e| DetectError::Model(e.to_string()))?;
-        Ok(LexicalStage { model })
+        Ok(LexicalStage {
+            model: Arc::new(model),
+        })
     }
 
     pub fn model(&self) -> &LexicalModel {
         &self.model
+    }
+
+    /// The model, for a later stage that ranks text with it.
+    pub fn shared_model(&self) -> Arc<LexicalModel> {
+        Arc::clone(&self.model)
     }
 }
 

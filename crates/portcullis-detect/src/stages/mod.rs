@@ -11,6 +11,7 @@ mod embedding {
     /// Built without the `embedding` feature: enabling the stage is an error.
     pub fn stage(
         _: &portcullis_core::EmbeddingConfig,
+        _: Option<std::sync::Arc<crate::lexical::LexicalModel>>,
     ) -> Result<Box<dyn super::Stage>, crate::DetectError> {
         Err(crate::DetectError::Model(
             "the embedding stage is enabled but this binary was built without the \
@@ -102,11 +103,14 @@ pub fn registry(config: &Config, rules: Arc<RuleSet>) -> Result<Vec<Box<dyn Stag
         Box::new(RulesStage::new(rules)),
         Box::new(EgressStage::new(&config.egress)?),
     ];
+    let mut lexical = None;
     if config.lexical.enabled {
-        stages.push(Box::new(LexicalStage::new(&config.lexical)?));
+        let stage = LexicalStage::new(&config.lexical)?;
+        lexical = Some(stage.shared_model());
+        stages.push(Box::new(stage));
     }
     if config.embedding.enabled {
-        stages.push(embedding::stage(&config.embedding)?);
+        stages.push(embedding::stage(&config.embedding, lexical)?);
     }
     Ok(stages)
 }
