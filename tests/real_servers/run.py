@@ -50,6 +50,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+# Extra arguments of `portcullis proxy` (`--detector FILE`), set once from the command line.
+GATEWAY_ARGS: list[str] = []
 sys.path.insert(0, str(HERE))
 
 import servers as S  # noqa: E402
@@ -447,7 +449,7 @@ def run_server(server: S.Server, portcullis: Path, work: Path, web: str, clients
         for mode in ("direct", "gateway"):
             data, home = reset(server, base)
             env = server_env(server, ctx, home)
-            cmd = command if mode == "direct" else [str(portcullis), "proxy", "--audit-log", str(audit), "--", *command]
+            cmd = command if mode == "direct" else [str(portcullis), "proxy", *GATEWAY_ARGS, "--audit-log", str(audit), "--", *command]
             audit.parent.mkdir(parents=True, exist_ok=True)
             t = runner(cmd, env, str(data) if server.cwd_data else str(base), steps, base / f"{client}-{mode}.stderr.log")
             (base / f"{client}-{mode}.json").write_text(json.dumps(t, indent=1, ensure_ascii=False))
@@ -581,6 +583,8 @@ def main() -> int:
     ap.add_argument("--only", default="")
     ap.add_argument("--clients", default="python,typescript")
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("PORTCULLIS_REAL_SERVERS_JOBS", "3")))
+    ap.add_argument("--config", type=Path,
+                    help="run the gateway with this detector configuration (proxy --detector) instead of the default preset")
     ap.add_argument("--table", type=Path)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--work", type=Path)
@@ -591,6 +595,8 @@ def main() -> int:
     ap.add_argument("--write-known", type=Path,
                     help="write this run's failures as a known-failures file (then say why, per entry)")
     ns = ap.parse_args()
+    if ns.config:
+        GATEWAY_ARGS.extend(["--detector", str(ns.config.resolve())])
     chosen = [s for s in S.SERVERS if not ns.only or s.name in ns.only.split(",")]
     if ns.list:
         for s in chosen:
@@ -637,7 +643,7 @@ def main() -> int:
     if ns.table:
         ns.table.parent.mkdir(parents=True, exist_ok=True)
         ns.table.write_text(
-            "# Real MCP servers behind the gateway (default preset)\n\n"
+            f"# Real MCP servers behind the gateway ({'configuration ' + str(ns.config) if ns.config else 'default preset'})\n\n"
             "Written by `tests/real_servers/run.py --table` (see tests/real_servers/README.md). "
             "Items inspected: the gateway's audit records over the Python and TypeScript sessions; "
             "held: records not ALLOW or with action hold/deny.\n\n" + tab + ("\n```\n" + det + "```\n" if det else "")

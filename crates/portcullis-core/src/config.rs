@@ -169,6 +169,12 @@ pub struct EmbeddingConfig {
     /// bytes of the chunks not scored as unread. Not written when 0.
     #[serde(skip_serializing_if = "is_zero_usize")]
     pub max_chunks: usize,
+    /// Channels the stage reads (empty, the default = every channel the learned
+    /// stages read): a model measured to help on some channels (tool results,
+    /// resources) need not score the others (prompts, which are instructions by
+    /// design). Not written when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub channels: Vec<Channel>,
     /// What runs the model: `onnx` (ONNX Runtime, the default) or `candle`.
     pub backend: EmbeddingBackend,
     /// The ONNX Runtime library for backend `onnx` (`scripts/fetch-models.sh`
@@ -229,6 +235,7 @@ impl Default for EmbeddingConfig {
             gate: 0.0,
             max_bytes: DEFAULT_MAX_BYTES,
             max_chunks: 0,
+            channels: Vec::new(),
             backend: EmbeddingBackend::Onnx,
             onnxruntime: "models/onnxruntime/libonnxruntime.so.1.22.1".into(),
         }

@@ -274,3 +274,31 @@ fn a_chunk_budget_reads_the_chunks_the_lexical_model_rates_highest() {
         .expect("embedding evidence");
     assert_eq!(ev.deciding_chunk.span.start, 0, "{ev:?}");
 }
+
+/// `embedding.channels`: the stage scores only the listed channels; an item of
+/// another channel has no embedding entry (the cheap stages still read it), and
+/// the list survives a round trip (it is not written when empty).
+#[test]
+fn the_stage_reads_only_its_channels() {
+    let mut cfg = Config::default();
+    cfg.embedding.enabled = true;
+    cfg.embedding.channels = vec![Channel::ToolResult];
+    let text = toml::to_string(&cfg).expect("serializes");
+    let back = Config::from_toml_str(&text, "round trip").expect("parses");
+    assert_eq!(back.embedding.channels, vec![Channel::ToolResult]);
+    let d =
+        Detector::new(cfg, RuleSet::embedded().expect("rules")).unwrap_or_else(|e| panic!("{e}"));
+    let said = "Summarize the open issues of this repository and list their authors.";
+    let ran = |channel| {
+        d.inspect(&Item::new(channel, said), meta(0))
+            .record
+            .stages
+            .iter()
+            .map(|s| s.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert!(ran(Channel::ToolResult).contains(&"embedding".to_string()));
+    let prompt = ran(Channel::Prompt);
+    assert!(!prompt.contains(&"embedding".to_string()), "{prompt:?}");
+    assert!(prompt.contains(&"lexical".to_string()), "{prompt:?}");
+}

@@ -7,7 +7,7 @@
 use super::{Stage, StageInput, StageResult};
 use crate::DetectError;
 use portcullis_core::{
-    Channel, ChunkEvidence, Config, EmbeddingConfig, Evidence, Finding, NeighbourEvidence,
+    Channel, ChunkEvidence, Config, EmbeddingConfig, Evidence, Finding, Item, NeighbourEvidence,
     Severity, Span,
 };
 use portcullis_embed::{resolve_models_dir, Backend, Classifier, ClassifierSpec};
@@ -24,6 +24,8 @@ pub struct EmbeddingStage {
     gate: Option<f64>,
     /// Picks the chunks of a long text the model scores (`embedding.max_chunks`).
     ranker: Option<Arc<LexicalModel>>,
+    /// `embedding.channels`: empty = every channel.
+    channels: Vec<Channel>,
 }
 
 /// Load the stage; a missing model directory is an error naming the fetch command.
@@ -59,6 +61,7 @@ impl EmbeddingStage {
             classifier,
             gate: (cfg.gate > 0.0).then_some(cfg.gate),
             ranker,
+            channels: cfg.channels.clone(),
         })
     }
 
@@ -73,6 +76,11 @@ const EXCERPT_CHARS: usize = 120;
 impl Stage for EmbeddingStage {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn applies(&self, item: &Item) -> bool {
+        super::learned_stage_reads(item)
+            && (self.channels.is_empty() || self.channels.contains(&item.channel))
     }
 
     fn sets_floors(&self, _channel: Channel) -> bool {

@@ -68,8 +68,7 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
     /// echoed back (judged in its definition), and only the egress guard reads
     /// them, for a secret written as a key.
     fn applies(&self, item: &Item) -> bool {
-        let argument_key = item.is_key && item.channel == Channel::ToolArguments;
-        !(item.channel.is_outbound_only() || argument_key)
+        learned_stage_reads(item)
     }
     /// Weight of the stage's score in the fusion, for a decision on `channel`.
     fn weight(&self, _config: &Config, _channel: Channel) -> f64 {
@@ -95,6 +94,13 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
         None
     }
     fn run(&self, input: &StageInput<'_>) -> StageResult;
+}
+
+/// The default of [`Stage::applies`]: every item but outbound-only channels and
+/// the keys of tool-call arguments.
+pub fn learned_stage_reads(item: &Item) -> bool {
+    let argument_key = item.is_key && item.channel == Channel::ToolArguments;
+    !(item.channel.is_outbound_only() || argument_key)
 }
 
 /// The stages of a detector, in the order they run and appear in records.
