@@ -139,10 +139,12 @@ pub struct EmbeddingConfig {
     /// executable is installed (`portcullis_core::resolve_install_path`), never
     /// from a path compiled into the binary.
     pub models_dir: String,
-    /// Classifier head file; absent = the head embedded in the binary.
+    /// Classifier head file; absent = the head embedded in the binary. A relative
+    /// path is resolved as `models_dir` is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub head: Option<String>,
     /// Nearest-neighbour index file; absent = the index embedded in the binary.
+    /// A relative path is resolved as `models_dir` is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index: Option<String>,
     /// Nearest training examples reported as evidence (0 = none).

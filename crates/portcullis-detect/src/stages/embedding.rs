@@ -11,7 +11,6 @@ use portcullis_core::{
     Severity, Span,
 };
 use portcullis_embed::{resolve_models_dir, Backend, Classifier, ClassifierSpec};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::lexical::LexicalModel;
@@ -43,8 +42,10 @@ impl EmbeddingStage {
         ranker: Option<Arc<LexicalModel>>,
     ) -> Result<EmbeddingStage, DetectError> {
         let dir = resolve_models_dir(&cfg.models_dir);
-        let head = cfg.head.as_ref().map(PathBuf::from);
-        let index = cfg.index.as_ref().map(PathBuf::from);
+        // Resolved as the model directory is, so a configuration shipped beside
+        // its model works from any working directory.
+        let head = cfg.head.as_deref().map(resolve_models_dir);
+        let index = cfg.index.as_deref().map(resolve_models_dir);
         let backend = Backend::from_config(cfg.backend, &cfg.onnxruntime);
         let spec = ClassifierSpec {
             models_dir: &dir,

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Ship the fully int8 fine-tuned transformer as weights/injection-minilm-int8/ with a
+# calibrated detector configuration (issue 23). Runs after run.sh and
+#   OPS="MatMul Gather" NAME=int8-all int8.sh
+# on the same OUT. Not a CI step: CI checks what this committed (SHA256SUMS, the
+# configuration, the model's scores: crates/portcullis-detect/tests/shipped_transformer.rs).
+#
+# The cascade's settings were chosen on dev records only (`gate_sweep.py` on an
+# ungated eval of the dev sample, docs/eval.md "The transformer configuration"):
+#   channels   = tool_result, resource  (on definitions and prompts it added false
+#                                        flags on dev and held a real server's prompt)
+#   gate       = the 0.8 quantile of the lexical score of benign dev records
+#   max_chunks = 8                       (a 64 KiB result: ~115 ms instead of 1.2 s)
+# and it is calibrated for block FPR <= 0.5% and flag FPR <= 1% (issue 23, item 5).
+#
+#   scripts/transformer/ship.sh [OUT]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${1:-target/transformer}"
+PY="${PY:-python3}"
+BIN="${BIN:-target/release/portcullis}"
+SRC="$OUT/minilm-ft-int8-all"
+W=weights/injection-minilm-int8
+HERE=scripts/transformer
+[[ -x "$BIN" ]] || { echo "ship.sh: $BIN not found: cargo build --release --locked -p portcullis" >&2; exit 1; }
+[[ -f "$SRC/model.onnx" && -f "$SRC/head-dev.json" ]] || { echo "ship.sh: run run.sh, then OPS=\"MatMul Gather\" NAME=int8-all int8.sh" >&2; exit 1; }
+[[ -d "$OUT/eval-dev/records" ]] || { echo "ship.sh: $OUT/eval-dev/records missing (run.sh writes it)" >&2; exit 1; }
+step() { echo "== $(date -u +%H:%M:%S) $*"; }
+
+step "1. the model's files"
+mkdir -p "$W"
+cp "$SRC"/{model.onnx,tokenizer.json,config.json,sentence_bert_config.json,LICENSE,NOTICE} "$W/"
+cp "$SRC/head-dev.json" "$W/head.json"
+cp "$SRC/finetune.json" "$W/finetune.json"
+
+step "2. the configuration, calibrated on the sample's dev records"
+GATE="$("$PY" "$HERE/gate.py" "$OUT"/eval-dev/records/*.jsonl --quantile 0.8)"
+sed '/^\[embedding\]/,/^\[/{/^enabled\|^models_dir\|^chunk_tokens\|^k /d}' presets/balanced.toml |
+  sed "s|^\[embedding\]|[embedding]\nenabled = true\nmodels_dir = \"$W\"\nhead = \"$W/head.json\"\nk = 0\nchunk_tokens = 126\ngate = $GATE\nmax_chunks = 8\nchannels = [\"tool_result\", \"resource\"]|" \
+  > "$OUT/base-ship.toml"
+"$BIN" calibrate --corpus "$OUT/sample.jsonl" --config "$OUT/base-ship.toml" \
+  --target-fpr 0.005 --target-referral 0.12 --target-flag-fpr 0.01 --out "$W/detector.toml"
+
+step "3. SHA256SUMS"
+(cd "$W" && sha256sum model.onnx head.json tokenizer.json config.json sentence_bert_config.json \
+  LICENSE NOTICE finetune.json detector.toml > SHA256SUMS)
+cat "$W/SHA256SUMS"
+step "done: $W"
