@@ -11,7 +11,10 @@
 #                                        flags on dev and held a real server's prompt)
 #   gate       = the 0.8 quantile of the lexical score of benign dev records
 #   max_chunks = 8                       (a 64 KiB result: ~115 ms instead of 1.2 s)
-# and it is calibrated for block FPR <= 0.5% and flag FPR <= 1% (issue 23, item 5).
+# It is calibrated, like the presets, on the dev split of the full corpus (20,508
+# records: `portcullis corpus build --harvest corpus/harvest --payloads corpus/payloads
+# --out target/corpus/full.jsonl`, SHA-256 in corpus/full.sha256), for block FPR <= 0.5%
+# and flag FPR <= 1% on every channel with enough benign dev records (issue 23, item 5).
 #
 #   scripts/transformer/ship.sh [OUT]
 set -euo pipefail
@@ -22,8 +25,11 @@ BIN="${BIN:-target/release/portcullis}"
 SRC="$OUT/minilm-ft-int8-all"
 W=weights/injection-minilm-int8
 HERE=scripts/transformer
+CORPUS="${CORPUS:-target/corpus/full.jsonl}"
 [[ -x "$BIN" ]] || { echo "ship.sh: $BIN not found: cargo build --release --locked -p portcullis" >&2; exit 1; }
 [[ -f "$SRC/model.onnx" && -f "$SRC/head-dev.json" ]] || { echo "ship.sh: run run.sh, then OPS=\"MatMul Gather\" NAME=int8-all int8.sh" >&2; exit 1; }
+[[ -f "$CORPUS" && "$(sha256sum "$CORPUS" | cut -d' ' -f1)" == "$(cat corpus/full.sha256)" ]] ||
+  { echo "ship.sh: $CORPUS is not the full corpus of corpus/full.sha256 (see the header)" >&2; exit 1; }
 [[ -d "$OUT/eval-dev/records" ]] || { echo "ship.sh: $OUT/eval-dev/records missing (run.sh writes it)" >&2; exit 1; }
 step() { echo "== $(date -u +%H:%M:%S) $*"; }
 
@@ -33,12 +39,12 @@ cp "$SRC"/{model.onnx,tokenizer.json,config.json,sentence_bert_config.json,LICEN
 cp "$SRC/head-dev.json" "$W/head.json"
 cp "$SRC/finetune.json" "$W/finetune.json"
 
-step "2. the configuration, calibrated on the sample's dev records"
+step "2. the configuration, calibrated on the full corpus's dev records"
 GATE="$("$PY" "$HERE/gate.py" "$OUT"/eval-dev/records/*.jsonl --quantile 0.8)"
 sed '/^\[embedding\]/,/^\[/{/^enabled\|^models_dir\|^chunk_tokens\|^k /d}' presets/balanced.toml |
   sed "s|^\[embedding\]|[embedding]\nenabled = true\nmodels_dir = \"$W\"\nhead = \"$W/head.json\"\nk = 0\nchunk_tokens = 126\ngate = $GATE\nmax_chunks = 8\nchannels = [\"tool_result\", \"resource\"]|" \
   > "$OUT/base-ship.toml"
-"$BIN" calibrate --corpus "$OUT/sample.jsonl" --config "$OUT/base-ship.toml" \
+"$BIN" calibrate --corpus "$CORPUS" --config "$OUT/base-ship.toml" \
   --target-fpr 0.005 --target-referral 0.12 --target-flag-fpr 0.01 --out "$W/detector.toml"
 
 step "3. SHA256SUMS"

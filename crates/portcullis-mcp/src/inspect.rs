@@ -207,6 +207,10 @@ pub struct Inspector {
     fail_mode: FailMode,
     timeout: Duration,
     position: AtomicU64,
+    /// Whether small inputs may be inspected on the calling task: not when a stage
+    /// runs a model (the transformer or the LLM review), whose tens of milliseconds
+    /// would stall the runtime's worker and escape the inspection timeout.
+    inline_small: bool,
 }
 
 impl std::fmt::Debug for Inspector {
@@ -232,6 +236,8 @@ impl Inspector {
         fail_mode: FailMode,
         timeout: Duration,
     ) -> Inspector {
+        let inline_small =
+            detector.review().is_none() && !detector.stage_names().contains(&"embedding");
         Inspector {
             detector,
             audit,
@@ -239,6 +245,7 @@ impl Inspector {
             fail_mode,
             timeout,
             position: AtomicU64::new(0),
+            inline_small,
         }
     }
 
@@ -256,7 +263,7 @@ impl Inspector {
     /// Run the detector on an input of `bytes` bytes. Small inputs run on the
     /// calling task (a hop to the blocking pool costs more than inspecting them, and
     /// the normalization caps bound their work); larger ones, and every input when
-    /// the LLM review stage is on (a review waits on a model), run off the async
+    /// a stage runs a model (the transformer, or the LLM review), run off the async
     /// threads under the inspection timeout. A panic or timeout becomes a held (or,
     /// fail-open, allowed) synthetic record.
     async fn run<F>(
@@ -272,7 +279,7 @@ impl Inspector {
     {
         let meta = self.meta();
         let fallback_meta = meta.clone();
-        let failure = if bytes <= INLINE_BYTES && self.detector.review().is_none() {
+        let failure = if bytes <= INLINE_BYTES && self.inline_small {
             let detector = &self.detector;
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(detector, meta))) {
                 Ok(inspection) => return inspection,
@@ -1064,6 +1071,68 @@ mod tests {
             timeout,
         );
         (inspector, detector)
+    }
+
+    /// With a stage that runs a model (here the shipped transformer configuration)
+    /// even a small input is inspected off the runtime's workers, under the
+    /// inspection timeout: an inspection slower than the timeout is held. Without
+    /// one, a small input is inspected on the calling task. Fails if small inputs
+    /// stay inline whatever the stages are.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_model_stage_moves_small_inputs_off_the_runtime_under_the_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let timeout = Duration::from_millis(20);
+        let slow = |d: &Detector, meta: RecordMeta| {
+            std::thread::sleep(Duration::from_millis(150));
+            d.inspect(
+                &portcullis_core::Item::new(Channel::ToolResult, "It is 21 degrees."),
+                meta,
+            )
+        };
+        let (plain, _) = real_inspector(dir.path(), timeout);
+        let r = plain
+            .run(Channel::ToolResult, "s", None, 17, slow)
+            .await
+            .record;
+        assert_eq!(r.status, Status::Allow, "{:?}", r.reasons);
+
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../weights/injection-minilm-int8/detector.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let config = portcullis_core::Config::from_toml_str(&text, "detector.toml").unwrap();
+        let detector = Arc::new(
+            Detector::new(
+                config.clone(),
+                portcullis_detect::rules::RuleSet::embedded().unwrap(),
+            )
+            .unwrap_or_else(|e| panic!("{e}")),
+        );
+        let audit = Arc::new(
+            AuditLog::open(
+                crate::audit::AuditConfig::at(dir.path().join("model.jsonl")),
+                &config.egress,
+            )
+            .unwrap(),
+        );
+        let model = Inspector::new(
+            detector,
+            audit,
+            MetadataReview::Sanitize,
+            FailMode::Closed,
+            timeout,
+        );
+        let r = model
+            .run(Channel::ToolResult, "s", None, 17, slow)
+            .await
+            .record;
+        assert_eq!(r.status, Status::Review, "{:?}", r.reasons);
+        assert!(
+            r.reasons
+                .iter()
+                .any(|x| x.starts_with("inspection timed out after 20ms")),
+            "{:?}",
+            r.reasons
+        );
     }
 
     /// What a client's model answered a server becomes text that server may quote
