@@ -303,6 +303,9 @@ pub struct RunOptions {
     pub agent: AgentConfig,
     /// The gateway's detector preset (`--preset`), or None for its default.
     pub preset: Option<String>,
+    /// The gateway's detector configuration file (`--detector`, an absolute path);
+    /// it takes precedence over `preset`.
+    pub detector: Option<PathBuf>,
     /// Keep each trial's sandbox (default: removed after scoring).
     pub keep_sandboxes: bool,
     pub progress: bool,
@@ -531,6 +534,9 @@ async fn agent_part(
             ];
             if let Some(p) = &opts.preset {
                 args.extend(["--preset".into(), p.clone()]);
+            }
+            if let Some(d) = &opts.detector {
+                args.extend(["--detector".into(), d.display().to_string()]);
             }
             Connection::gateway(
                 &bins.portcullis.display().to_string(),

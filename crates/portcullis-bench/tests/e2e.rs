@@ -95,6 +95,7 @@ fn options(out: &Path, agent: AgentConfig) -> RunOptions {
         jobs: 6,
         agent,
         preset: None,
+        detector: None,
         keep_sandboxes: false,
         progress: false,
         trial_timeout: Duration::from_secs(90),

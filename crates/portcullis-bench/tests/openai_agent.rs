@@ -105,6 +105,7 @@ fn opts(out: &std::path::Path, cfg: OpenAiConfig) -> RunOptions {
         jobs: 1,
         agent: AgentConfig::OpenAi(cfg),
         preset: None,
+        detector: None,
         keep_sandboxes: false,
         progress: false,
         trial_timeout: Duration::from_secs(60),

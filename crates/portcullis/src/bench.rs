@@ -110,8 +110,12 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 12)]
     pub max_turns: usize,
     /// The gateway's detector preset (default: its own default, balanced).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "detector")]
     pub preset: Option<String>,
+    /// The gateway's detector configuration file (`proxy --detector`), e.g.
+    /// weights/injection-minilm-int8/detector.toml; checked before any trial runs.
+    #[arg(long, value_name = "FILE")]
+    pub detector: Option<PathBuf>,
     /// Keep every trial's sandbox directory under OUT/sandboxes.
     #[arg(long)]
     pub keep_sandboxes: bool,
@@ -258,6 +262,10 @@ pub fn run(cmd: BenchCmd) -> Result<ExitCode> {
             if specs.is_empty() {
                 bail!("the selection plans no trial");
             }
+            let detector = match &a.detector {
+                Some(path) => Some(checked_detector(path)?),
+                None => None,
+            };
             let exe = std::env::current_exe().context("locating this binary")?;
             let bins = Bins::locate(&exe).context("locating portcullis-benchserver")?;
             let opts = RunOptions {
@@ -265,6 +273,7 @@ pub fn run(cmd: BenchCmd) -> Result<ExitCode> {
                 jobs: a.jobs,
                 agent,
                 preset: a.preset.clone(),
+                detector,
                 keep_sandboxes: a.keep_sandboxes,
                 progress: !a.quiet,
                 trial_timeout: Duration::from_secs(a.trial_timeout),
@@ -292,4 +301,15 @@ pub fn run(cmd: BenchCmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// A detector configuration for the bench's gateways: an absolute path (every
+/// trial's gateway runs in its own sandbox directory) to a file that loads, so a
+/// typo fails here, once, instead of erroring every defended trial.
+fn checked_detector(path: &std::path::Path) -> Result<PathBuf> {
+    let abs = std::fs::canonicalize(path)
+        .with_context(|| format!("--detector {}: cannot read the file", path.display()))?;
+    portcullis_core::Config::load(&abs)
+        .with_context(|| format!("--detector {}", path.display()))?;
+    Ok(abs)
 }

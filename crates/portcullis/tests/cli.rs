@@ -118,6 +118,49 @@ fn usage_errors_exit_2_and_runtime_errors_exit_1() {
     assert!(String::from_utf8_lossy(&bad_cfg.stderr).contains("must not exceed"));
 }
 
+/// `bench run --detector` checks the file before any trial: a missing file or an
+/// invalid configuration is one error naming it, not an errored trial each.
+#[test]
+fn bench_checks_its_detector_configuration_first() {
+    let out = std::env::temp_dir().join(format!("portcullis-cli-bench-{}", std::process::id()));
+    let missing = run(
+        &[
+            "bench",
+            "run",
+            "--detector",
+            "/nonexistent/detector.toml",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(missing.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        err.contains("--detector /nonexistent/detector.toml"),
+        "{err}"
+    );
+    let cfg = tmp(
+        "bench-bad.toml",
+        "[thresholds]\nreview = 0.9\nblock = 0.1\n",
+    );
+    let bad = run(
+        &[
+            "bench",
+            "run",
+            "--detector",
+            cfg.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("must not exceed"), "{err}");
+    assert!(!out.join("results.jsonl").exists(), "no trial ran");
+}
+
 #[test]
 fn stdin_and_files_are_inputs() {
     let out = run(
