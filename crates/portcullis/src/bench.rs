@@ -21,7 +21,7 @@ pub struct BenchCmd {
 #[derive(Subcommand)]
 pub enum BenchSub {
     /// Plan and run trials, score them, write traces, results and the report.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Recompute the report from a results.jsonl.
     Report {
         /// The results.jsonl of a run.
