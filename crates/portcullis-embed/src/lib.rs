@@ -174,8 +174,8 @@ impl Classifier {
         chunk_inputs(&self.embedder, text, self.window)
     }
 
-    /// Score one text (see the crate docs for the chunk rule), every chunk up to
-    /// `max_chunks`, then the first and last ones.
+    /// Score one text (see the crate docs for the chunk rule); of a text with more
+    /// than `max_chunks` chunks, its first and last ones.
     pub fn score(&self, text: &str) -> Result<TextScore, EmbedError> {
         self.score_ranked(text, None)
     }
