@@ -2,7 +2,8 @@
 """Choose the cascade's gate and channels on dev records (issue 23, item 4): from
 `portcullis eval` decision records of a configuration whose transformer read every
 item, simulate each gate (the transformer reads an item only when an earlier stage
-scored it >= gate or found something on it) and each channel set, and print per
+scored it >= gate or found something on it; the egress guard's findings do not
+count, as in the pipeline) and each channel set, and print per
 channel the share of benign records the transformer would read and the recall the
 fused score reaches at benign FPR <= 0.5% and <= 1% (thresholds read off the same
 dev records). Run it on dev records only: what it chooses is then measured on test.
@@ -47,7 +48,8 @@ def main():
         groups = defaultdict(lambda: ([], [], [0, 0]))
         for r in recs:
             item, stages = r["item"], r["decision"]["stages"]
-            earlier = [st for st in stages if st["name"] != "embedding"]
+            # The stages that open the gate (Stage::opens_gate): not the egress guard.
+            earlier = [st for st in stages if st["name"] not in ("embedding", "egress")]
             found = any(st.get("findings") for st in earlier)
             score = max((st.get("score") or 0.0 for st in earlier), default=0.0)
             reads = (not listed or item["channel"] in listed) and (g == 0 or found or score >= g)

@@ -9,7 +9,8 @@
 # ungated eval of the dev sample, docs/eval.md "The transformer configuration"):
 #   channels   = tool_result, resource  (on definitions and prompts it added false
 #                                        flags on dev and held a real server's prompt)
-#   gate       = the 0.8 quantile of the lexical score of benign dev records
+#   gate       = the 0.9 quantile of the lexical score of benign dev records (with the
+#                egress guard's findings not opening it: 7.9% of benign dev records read)
 #   max_chunks = 8                       (a 64 KiB result: ~115 ms instead of 1.2 s)
 # It is calibrated, like the presets, on the dev split of the full corpus (20,508
 # records: `portcullis corpus build --harvest corpus/harvest --payloads corpus/payloads
@@ -40,7 +41,7 @@ cp "$SRC/head-dev.json" "$W/head.json"
 cp "$SRC/finetune.json" "$W/finetune.json"
 
 step "2. the configuration, calibrated on the full corpus's dev records"
-GATE="$("$PY" "$HERE/gate.py" "$OUT"/eval-dev/records/*.jsonl --quantile 0.8)"
+GATE="$("$PY" "$HERE/gate.py" "$OUT"/eval-dev/records/*.jsonl --quantile 0.9)"
 sed '/^\[embedding\]/,/^\[/{/^enabled\|^models_dir\|^chunk_tokens\|^k /d}' presets/balanced.toml |
   sed "s|^\[embedding\]|[embedding]\nenabled = true\nmodels_dir = \"$W\"\nhead = \"$W/head.json\"\nk = 0\nchunk_tokens = 126\ngate = $GATE\nmax_chunks = 8\nchannels = [\"tool_result\", \"resource\"]|" \
   > "$OUT/base-ship.toml"

@@ -435,8 +435,10 @@ impl Detector {
                     _ => &input,
                 };
                 let result = stage.run(input);
-                earlier_found |= !result.findings.is_empty();
-                earlier_score = earlier_score.max(result.score.unwrap_or(0.0));
+                if stage.opens_gate() {
+                    earlier_found |= !result.findings.is_empty();
+                    earlier_score = earlier_score.max(result.score.unwrap_or(0.0));
+                }
                 acc.findings.extend(with_path(result.findings, item));
                 // A structure's learned score is its most suspicious field's.
                 if let Some(s) = result.score {

@@ -36,6 +36,12 @@ impl Stage for EgressStage {
         channel != Channel::ToolResult
     }
 
+    /// Half of benign dev tool results with a gate-opening signal had only an
+    /// egress finding (an e-mail address, a number): none says the text instructs.
+    fn opens_gate(&self) -> bool {
+        false
+    }
+
     fn applies(&self, item: &Item) -> bool {
         item.channel.is_egress_guarded()
     }

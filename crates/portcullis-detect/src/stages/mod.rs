@@ -88,10 +88,16 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
         false
     }
     /// A cascade's gate: the stage runs on an item only when an earlier stage
-    /// scored that item at least this much or found something on it. `None` =
-    /// it runs on every item it applies to.
+    /// that [`Stage::opens_gate`] scored that item at least this much or found
+    /// something on it. `None` = it runs on every item it applies to.
     fn gate(&self) -> Option<f64> {
         None
+    }
+    /// Whether this stage's score and findings open a later stage's gate: a stage
+    /// that judges whether the text is an injection does; the egress guard, whose
+    /// findings are data leaving (an address, a key), not instructions, does not.
+    fn opens_gate(&self) -> bool {
+        true
     }
     fn run(&self, input: &StageInput<'_>) -> StageResult;
 }
