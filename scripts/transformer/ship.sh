@@ -10,7 +10,8 @@
 #   channels   = tool_result, resource  (on definitions and prompts it added false
 #                                        flags on dev and held a real server's prompt)
 #   gate       = the 0.9 quantile of the lexical score of benign dev records (with the
-#                egress guard's findings not opening it: 7.9% of benign dev records read)
+#                egress guard's findings not opening it: 7.9% of benign dev records read);
+#                detector-recall.toml: the 0.8 quantile (16.4% read, more recall)
 #   max_chunks = 8                       (a 64 KiB result: ~115 ms instead of 1.2 s)
 # It is calibrated, like the presets, on the dev split of the full corpus (20,508
 # records: `portcullis corpus build --harvest corpus/harvest --payloads corpus/payloads
@@ -40,16 +41,21 @@ cp "$SRC"/{model.onnx,tokenizer.json,config.json,sentence_bert_config.json,LICEN
 cp "$SRC/head-dev.json" "$W/head.json"
 cp "$SRC/finetune.json" "$W/finetune.json"
 
-step "2. the configuration, calibrated on the full corpus's dev records"
-GATE="$("$PY" "$HERE/gate.py" "$OUT"/eval-dev/records/*.jsonl --quantile 0.9)"
-sed '/^\[embedding\]/,/^\[/{/^enabled\|^models_dir\|^chunk_tokens\|^k /d}' presets/balanced.toml |
-  sed "s|^\[embedding\]|[embedding]\nenabled = true\nmodels_dir = \"$W\"\nhead = \"$W/head.json\"\nk = 0\nchunk_tokens = 126\ngate = $GATE\nmax_chunks = 8\nchannels = [\"tool_result\", \"resource\"]|" \
-  > "$OUT/base-ship.toml"
-"$BIN" calibrate --corpus "$CORPUS" --config "$OUT/base-ship.toml" \
-  --target-fpr 0.005 --target-referral 0.12 --target-flag-fpr 0.01 --out "$W/detector.toml"
+step "2. the configurations, calibrated on the full corpus's dev records"
+# detector.toml: the gate at the 0.9 quantile (issue 23's budget of 10% of benign items);
+# detector-recall.toml: at the 0.8 quantile (more recall, about twice the model time).
+for spec in "detector.toml 0.9" "detector-recall.toml 0.8"; do
+  name="${spec% *}"; q="${spec#* }"
+  GATE="$("$PY" "$HERE/gate.py" "$OUT"/eval-dev/records/*.jsonl --quantile "$q")"
+  sed '/^\[embedding\]/,/^\[/{/^enabled\|^models_dir\|^chunk_tokens\|^k /d}' presets/balanced.toml |
+    sed "s|^\[embedding\]|[embedding]\nenabled = true\nmodels_dir = \"$W\"\nhead = \"$W/head.json\"\nk = 0\nchunk_tokens = 126\ngate = $GATE\nmax_chunks = 8\nchannels = [\"tool_result\", \"resource\"]|" \
+    > "$OUT/base-$name"
+  "$BIN" calibrate --corpus "$CORPUS" --config "$OUT/base-$name" \
+    --target-fpr 0.005 --target-referral 0.12 --target-flag-fpr 0.01 --out "$W/$name"
+done
 
 step "3. SHA256SUMS"
 (cd "$W" && sha256sum model.onnx head.json tokenizer.json config.json sentence_bert_config.json \
-  LICENSE NOTICE finetune.json detector.toml > SHA256SUMS)
+  LICENSE NOTICE finetune.json detector.toml detector-recall.toml > SHA256SUMS)
 cat "$W/SHA256SUMS"
 step "done: $W"
