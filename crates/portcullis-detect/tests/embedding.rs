@@ -27,6 +27,15 @@ fn assert_valid(record: &portcullis_core::DecisionRecord) {
     assert!(errors.is_empty(), "{errors:?}");
 }
 
+/// The embedding stage's evidence in a record (the stage must have run).
+fn embedding_evidence(r: &portcullis_core::DecisionRecord) -> &portcullis_core::Evidence {
+    r.stages
+        .iter()
+        .find(|s| s.name == "embedding")
+        .and_then(|s| s.evidence.as_ref())
+        .expect("embedding stage entry with evidence")
+}
+
 fn meta(i: u64) -> RecordMeta {
     RecordMeta {
         id: format!("r{i}"),
@@ -209,12 +218,7 @@ fn a_long_text_is_read_at_both_ends_and_the_record_says_what_was_not() {
         .inspect(&Item::new(Channel::ToolResult, text.clone()), meta(0))
         .record;
     assert_valid(&r);
-    let stage = r
-        .stages
-        .iter()
-        .find(|s| s.name == "embedding")
-        .expect("embedding stage entry");
-    let ev = stage.evidence.as_ref().expect("evidence");
+    let ev = embedding_evidence(&r);
     assert_eq!(ev.unread_bytes, text.len() - 64 * 1024, "{ev:?}");
     let span = &ev.deciding_chunk.span;
     let at = text.find(payload).expect("payload");
@@ -246,12 +250,7 @@ fn a_chunk_budget_reads_the_chunks_the_lexical_model_rates_highest() {
         .inspect(&Item::new(Channel::ToolResult, text.clone()), meta(0))
         .record;
     assert_valid(&r);
-    let ev = r
-        .stages
-        .iter()
-        .find(|s| s.name == "embedding")
-        .and_then(|s| s.evidence.as_ref())
-        .expect("embedding evidence");
+    let ev = embedding_evidence(&r);
     assert!(ev.chunks > 100, "{ev:?}");
     let span = &ev.deciding_chunk.span;
     let at = text.find(payload).expect("payload");
@@ -276,12 +275,7 @@ fn a_chunk_budget_reads_the_chunks_the_lexical_model_rates_highest() {
     let r = d
         .inspect(&Item::new(Channel::ToolResult, text), meta(1))
         .record;
-    let ev = r
-        .stages
-        .iter()
-        .find(|s| s.name == "embedding")
-        .and_then(|s| s.evidence.as_ref())
-        .expect("embedding evidence");
+    let ev = embedding_evidence(&r);
     assert_eq!(ev.deciding_chunk.span.start, 0, "{ev:?}");
 }
 
