@@ -133,6 +133,12 @@ impl Detector {
     }
 
     /// Names of the stages after normalization, in order.
+    /// Whether a stage runs a model (the transformer or the LLM review): an
+    /// inspection may then take tens of milliseconds.
+    pub fn runs_a_model(&self) -> bool {
+        self.review.is_some() || self.stages.iter().any(|s| s.runs_a_model())
+    }
+
     pub fn stage_names(&self) -> Vec<&'static str> {
         self.stages.iter().map(|s| s.name()).collect()
     }

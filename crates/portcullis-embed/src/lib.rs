@@ -53,9 +53,8 @@ pub struct ChunkScore {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TextScore {
     pub probability: f64,
-    /// Chunks the text was cut into, and how many of them were scored.
+    /// Chunks the text was cut into (scored or not).
     pub chunks: usize,
-    pub scored_chunks: usize,
     /// Bytes of the text the model did not read: past the read limit, or in
     /// chunks not scored.
     pub unread_bytes: usize,
@@ -207,7 +206,14 @@ impl Classifier {
         let chunk_bytes: usize = chunks.iter().map(|c| c.end - c.start).sum();
         let unread_bytes = text.len() - parts.iter().map(|(_, p)| p.len()).sum::<usize>()
             + (chunk_bytes - picked_bytes);
-        let picked_seqs: Vec<Vec<u32>> = picked.iter().map(|&i| seqs[i].clone()).collect();
+        // `picked` is in text order: keep those sequences, moved, not copied.
+        let mut next = picked.iter().peekable();
+        let picked_seqs: Vec<Vec<u32>> = seqs
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| next.next_if_eq(&i).is_some())
+            .map(|(_, s)| s)
+            .collect();
         let embs = self.embedder.embed_sequences(&picked_seqs)?;
         let mut best: Option<(usize, f64)> = None;
         for (j, e) in embs.iter().enumerate() {
@@ -225,7 +231,6 @@ impl Classifier {
         Ok(TextScore {
             probability: p,
             chunks: chunks.len(),
-            scored_chunks: picked.len(),
             unread_bytes,
             deciding: ChunkScore {
                 index: i,

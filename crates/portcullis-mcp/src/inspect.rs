@@ -236,8 +236,7 @@ impl Inspector {
         fail_mode: FailMode,
         timeout: Duration,
     ) -> Inspector {
-        let inline_small =
-            detector.review().is_none() && !detector.stage_names().contains(&"embedding");
+        let inline_small = !detector.runs_a_model();
         Inspector {
             detector,
             audit,

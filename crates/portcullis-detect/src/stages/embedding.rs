@@ -88,6 +88,10 @@ impl Stage for EmbeddingStage {
         false
     }
 
+    fn runs_a_model(&self) -> bool {
+        true
+    }
+
     fn gate(&self) -> Option<f64> {
         self.gate
     }
@@ -102,13 +106,12 @@ impl Stage for EmbeddingStage {
 
     fn run(&self, input: &StageInput<'_>) -> StageResult {
         let text = input.item.text.as_str();
-        let rank = |chunk: &str| {
-            self.ranker
-                .as_ref()
-                .map_or(0.0, |m| m.window_margin(&[chunk]))
-        };
-        let ranked = self.ranker.as_ref().map(|_| &rank as &dyn Fn(&str) -> f64);
-        match self.classifier.score_ranked(text, ranked) {
+        let rank = self
+            .ranker
+            .as_deref()
+            .map(|m| move |chunk: &str| m.window_margin(&[chunk]));
+        let rank = rank.as_ref().map(|f| f as &dyn Fn(&str) -> f64);
+        match self.classifier.score_ranked(text, rank) {
             Ok(s) => {
                 let d = &s.deciding;
                 let excerpt: String = text

@@ -99,6 +99,11 @@ pub trait Stage: Send + Sync + std::fmt::Debug {
     fn opens_gate(&self) -> bool {
         true
     }
+    /// Whether the stage runs a neural model (tens of milliseconds an item), so a
+    /// caller must not run it where it would stall other work.
+    fn runs_a_model(&self) -> bool {
+        false
+    }
     fn run(&self, input: &StageInput<'_>) -> StageResult;
 }
 
