@@ -1,0 +1,90 @@
+//! The structural checks the gateway runs on every forwarded tool result, on the
+//! request's own task: taint labelling (`TaintStore::label_result`) and the
+//! tool-transfer check (`redirect::transfer`), on 64 KiB results of three kinds —
+//! the proxy benchmark's numbered prose (a value-like line number every 64 bytes),
+//! a CSV export (ids, dates, amounts in every row) and prose without numbers.
+//! Run: `cargo bench -p portcullis-controls`.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use portcullis_controls::config::TaintConfig;
+use portcullis_controls::redirect;
+use portcullis_controls::taint::{Label, TaintStore};
+use serde_json::{json, Value};
+use std::hint::black_box;
+
+const KIB64: usize = 64 * 1024;
+
+fn csv(bytes: usize) -> String {
+    let mut out = String::from("id,customer,created,amount,currency,status,reference\n");
+    let mut i = 0u64;
+    while out.len() < bytes {
+        out.push_str(&format!(
+            "{},cus_{:06x},2026-{:02}-{:02},{}.{:02},EUR,{},INV-{:07}\n",
+            100_000 + i,
+            (i * 7919) % 0xffffff,
+            1 + i % 12,
+            1 + i % 28,
+            10 + (i * 37) % 990,
+            i % 100,
+            ["paid", "open", "void"][(i % 3) as usize],
+            i * 13
+        ));
+        i += 1;
+    }
+    out.truncate(bytes);
+    out
+}
+
+fn prose(bytes: usize) -> String {
+    let line = "The committee met in the spring and agreed on the new schedule for the library.\n";
+    line.repeat(bytes / line.len() + 1)[..bytes].to_string()
+}
+
+fn result(text: String) -> Value {
+    json!({ "content": [{ "type": "text", "text": text }], "isError": false })
+}
+
+fn label() -> Label {
+    Label {
+        server: "files".into(),
+        tool: "read_file".into(),
+        record_id: "0193a6f1-7c2e-7d7a-9f4e-2b1c3d4e5f60".into(),
+        sensitive: false,
+        source: "result",
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let results = [
+        (
+            "numbered-prose",
+            result(portcullis_testkit::server::deterministic_text(KIB64)),
+        ),
+        ("csv", result(csv(KIB64))),
+        ("prose", result(prose(KIB64))),
+    ];
+    let args = json!({ "path": "/srv/data/export.csv" });
+    let known: Vec<String> = ["read_file", "write_file", "list_directory", "search_files"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut g = c.benchmark_group("result-64KiB");
+    g.throughput(Throughput::Bytes(KIB64 as u64));
+    for (name, r) in &results {
+        // The store already holds this result's values (a server returning the
+        // same file again): the steady state of the proxy benchmark.
+        let cfg = TaintConfig::default();
+        let mut store = TaintStore::new(cfg.max_values, cfg.min_len);
+        store.label_result(r, r, &label());
+        g.bench_function(format!("label_result/{name}"), |b| {
+            b.iter(|| black_box(store.label_result(black_box(r), r, &label())))
+        });
+        g.bench_function(format!("transfer/{name}"), |b| {
+            b.iter(|| black_box(redirect::transfer(black_box(r), "read_file", &args, &known)))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
