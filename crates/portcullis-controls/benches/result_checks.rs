@@ -64,10 +64,23 @@ fn bench(c: &mut Criterion) {
         ("prose", result(prose(KIB64))),
     ];
     let args = json!({ "path": "/srv/data/export.csv" });
-    let known: Vec<String> = ["read_file", "write_file", "list_directory", "search_files"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    // The tools a client of @modelcontextprotocol/server-filesystem is listed.
+    let known: Vec<String> = [
+        "read_file",
+        "read_multiple_files",
+        "write_file",
+        "edit_file",
+        "create_directory",
+        "list_directory",
+        "directory_tree",
+        "move_file",
+        "search_files",
+        "get_file_info",
+        "list_allowed_directories",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let mut g = c.benchmark_group("result-64KiB");
     g.throughput(Throughput::Bytes(KIB64 as u64));
     for (name, r) in &results {

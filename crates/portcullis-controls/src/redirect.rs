@@ -222,8 +222,10 @@ fn name_char(c: char) -> bool {
 }
 
 /// Every place `name` is written in `text` as a whole name (ASCII case folded;
-/// not inside a longer name), as byte spans.
-fn exact_spans(text: &str, name: &str) -> Vec<Span> {
+/// not inside a longer name), as byte spans. `lower` is `text` lowercased
+/// (ASCII), computed once per text by the caller: a long result is searched
+/// for every listed tool's name.
+fn exact_spans(text: &str, lower: &str, name: &str) -> Vec<Span> {
     let mut out = Vec::new();
     if name.is_empty() || !name.is_ascii() {
         // Non-ASCII names: a plain search, case kept.
@@ -237,7 +239,6 @@ fn exact_spans(text: &str, name: &str) -> Vec<Span> {
         }
         return out;
     }
-    let lower = text.to_ascii_lowercase();
     let n = name.to_ascii_lowercase();
     let mut from = 0;
     while let Some(i) = lower.get(from..).and_then(|t| t.find(&n)) {
@@ -381,12 +382,18 @@ pub fn transfer(result: &Value, own: &str, args: &Value, known: &[String]) -> Ve
         // Without a phrase: a listed identifier, written as it is listed.
         let mut first: Option<(String, Span)> = None;
         let mut hit: Option<(String, Span, &'static str)> = None;
+        // ASCII lowercasing keeps byte offsets.
+        let lower = if others.is_empty() {
+            String::new()
+        } else {
+            text.to_ascii_lowercase()
+        };
         'tools: for k in &others {
             for form in [k.as_str(), bare(k)] {
                 if form.chars().count() < 4 || !identifier_like(form) {
                     continue;
                 }
-                for span in exact_spans(&text, form) {
+                for span in exact_spans(&text, &lower, form) {
                     if call_after(&text, span.end) && (brief || carries(&text, span.end, &values)) {
                         hit = Some((k.to_string(), span, CALL_FORM));
                         break 'tools;
