@@ -268,6 +268,11 @@ pub fn hint(v: &str) -> String {
 /// - not a [`common_value`]: a MIME type, a date or time, a version number, a
 ///   decimal quantity, a character set.
 pub(crate) fn value_like(t: &str, min_len: usize) -> bool {
+    // A text has no more characters than bytes: most words of a result are
+    // ruled out before their characters are counted.
+    if t.len() < min_len {
+        return false;
+    }
     let n = t.chars().count();
     if n < min_len {
         return false;
@@ -471,17 +476,64 @@ fn is_quantity(t: &str) -> bool {
 /// The tokens of a text as results are cut into values (whitespace and
 /// quoting/bracketing punctuation separate; sentence punctuation is trimmed).
 pub(crate) fn split_tokens(s: &str) -> impl Iterator<Item = &str> {
-    // `matches!` rather than a search of a string of separators per character:
-    // this runs over every character of every argument and result.
-    s.split(|c: char| {
-        c.is_whitespace()
-            || matches!(
-                c,
-                '"' | '\'' | '`' | ',' | ';' | '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | '|'
-            )
-    })
-    .map(|t| t.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?')))
-    .filter(|t| !t.is_empty())
+    Pieces { s, at: 0 }
+        .map(|t| t.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?')))
+        .filter(|t| !t.is_empty())
+}
+
+/// The separators of [`split_tokens`] among ASCII bytes: whitespace as
+/// `char::is_whitespace` has it (vertical tab included), quotes, brackets. A
+/// table, so that a byte is one load, not a chain of comparisons.
+const ASCII_SEPARATOR: [bool; 128] = {
+    let mut t = [false; 128];
+    let seps = b"\t\n\x0b\x0c\r \"'`,;()[]{}<>|";
+    let mut i = 0;
+    while i < seps.len() {
+        t[seps[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// The pieces of a text between separators, empty ones included (as
+/// `str::split` gives them). It walks bytes and decodes a character only where
+/// a byte is not ASCII (whitespace outside ASCII separates too): this runs over
+/// every character of every argument and result, and most of them are ASCII.
+struct Pieces<'a> {
+    s: &'a str,
+    /// Where the next piece starts; past the end when done.
+    at: usize,
+}
+
+impl<'a> Iterator for Pieces<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let start = self.at;
+        let rest = self.s.get(start..)?;
+        let bytes = rest.as_bytes();
+        let mut i = 0;
+        while let Some(&b) = bytes.get(i) {
+            if b < 0x80 {
+                if ASCII_SEPARATOR[b as usize] {
+                    self.at = start + i + 1;
+                    return rest.get(..i);
+                }
+                i += 1;
+                continue;
+            }
+            // A byte of a longer character: `i` is on its boundary, since every
+            // character before it was walked whole.
+            let c = rest.get(i..).and_then(|r| r.chars().next())?;
+            if c.is_whitespace() {
+                self.at = start + i + c.len_utf8();
+                return rest.get(..i);
+            }
+            i += c.len_utf8();
+        }
+        self.at = self.s.len() + 1;
+        Some(rest)
+    }
 }
 
 /// The value-like tokens of every string of a result, each once, in order
@@ -1639,6 +1691,46 @@ mod tests {
         // The resource's own link is a value and still matches.
         let m = t.matches(&json!({"u": "demo://resource/static/document/architecture.md"}));
         assert_eq!(m.len(), 1);
+    }
+
+    /// `split_tokens` as first written (`str::split` on a character predicate).
+    fn split_tokens_first_written(s: &str) -> Vec<&str> {
+        s.split(|c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    '"' | '\''
+                        | '`'
+                        | ','
+                        | ';'
+                        | '('
+                        | ')'
+                        | '['
+                        | ']'
+                        | '{'
+                        | '}'
+                        | '<'
+                        | '>'
+                        | '|'
+                )
+        })
+        .map(|t| t.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?')))
+        .filter(|t| !t.is_empty())
+        .collect()
+    }
+
+    proptest::proptest! {
+        /// The byte walk cuts a text where `str::split` on the predicate did:
+        /// texts of ASCII separators and marks, letters, and characters of two,
+        /// three and four bytes, whitespace among them (no-break and ideographic
+        /// spaces, the line separator), at any position.
+        #[test]
+        fn tokens_are_cut_as_first_written(
+            s in "[a-z0-9 \t\n\u{b}\u{c}\r\"'`,;()\\[\\]{}<>|.:!?_/=@é€𝄞\u{a0}\u{85}\u{2028}\u{3000}\u{200b}]{0,40}"
+        ) {
+            let got: Vec<&str> = split_tokens(&s).collect();
+            proptest::prop_assert_eq!(got, split_tokens_first_written(&s), "{:?}", s);
+        }
     }
 
     /// `common_value` as first written (allocating, one shape after another):
