@@ -251,6 +251,68 @@ fn exact_spans(text: &str, lower: &str, name: &str) -> Vec<Span> {
     out
 }
 
+/// Texts at least this long are searched for every listed name in one pass
+/// ([`form_spans`]); shorter ones name by name, which costs less than building
+/// the automaton.
+const ONE_PASS_MIN_BYTES: usize = 4096;
+
+/// [`exact_spans`] of each of `forms`, in order. A text of `min_bytes` or more is
+/// read once for all of them (a long result behind a server with a dozen tools
+/// was searched two dozen times); the spans are the same: per form, the
+/// leftmost occurrence at or after the end of the previous one, kept when it
+/// stands alone.
+fn form_spans(text: &str, lower: &str, forms: &[&str], min_bytes: usize) -> Vec<Vec<Span>> {
+    let by_name = || forms.iter().map(|f| exact_spans(text, lower, f)).collect();
+    if text.len() < min_bytes || forms.iter().any(|f| f.is_empty() || !f.is_ascii()) {
+        return by_name();
+    }
+    // One pattern per distinct lowercased form.
+    let mut patterns: Vec<String> = Vec::new();
+    let pattern_of: Vec<usize> = forms
+        .iter()
+        .map(|f| {
+            let p = f.to_ascii_lowercase();
+            patterns.iter().position(|q| *q == p).unwrap_or_else(|| {
+                patterns.push(p);
+                patterns.len() - 1
+            })
+        })
+        .collect();
+    let Ok(automaton) = AhoCorasick::new(&patterns) else {
+        return by_name();
+    };
+    let mut starts: Vec<Vec<usize>> = vec![Vec::new(); patterns.len()];
+    for m in automaton.find_overlapping_iter(lower) {
+        if let Some(s) = starts.get_mut(m.pattern().as_usize()) {
+            s.push(m.start());
+        }
+    }
+    let spans: Vec<Vec<Span>> = starts
+        .into_iter()
+        .zip(&patterns)
+        .map(|(mut at, p)| {
+            at.sort_unstable();
+            let mut out = Vec::new();
+            let mut from = 0;
+            for s in at {
+                if s < from {
+                    continue;
+                }
+                let e = s + p.len();
+                if whole_at(text, s, e) {
+                    out.push(Span { start: s, end: e });
+                }
+                from = e;
+            }
+            out
+        })
+        .collect();
+    pattern_of
+        .iter()
+        .map(|&i| spans.get(i).cloned().unwrap_or_default())
+        .collect()
+}
+
 /// Whether `text[s..e]` stands alone: no name character touches it (a dot does
 /// when a name goes on after it, `notes.search.v2`; a sentence's full stop does
 /// not, "call notes.search.").
@@ -350,6 +412,14 @@ pub fn transfer(result: &Value, own: &str, args: &Value, known: &[String]) -> Ve
     };
     let brief = words <= SHORT_WORDS && lines <= SHORT_LINES;
     let short = brief && !data();
+    // The listed identifiers searched for without a phrase, in the order they
+    // are tried: each other tool's name, then its bare form.
+    let forms: Vec<(&String, &str)> = others
+        .iter()
+        .flat_map(|k| [(*k, k.as_str()), (*k, bare(k))])
+        .filter(|(_, f)| f.chars().count() >= 4 && identifier_like(f))
+        .collect();
+    let form_texts: Vec<&str> = forms.iter().map(|(_, f)| *f).collect();
     let mut out = Vec::new();
     for (path, text) in strings {
         if let Some((span, phrase)) = find_phrase(&text, &TT) {
@@ -383,23 +453,19 @@ pub fn transfer(result: &Value, own: &str, args: &Value, known: &[String]) -> Ve
         let mut first: Option<(String, Span)> = None;
         let mut hit: Option<(String, Span, &'static str)> = None;
         // ASCII lowercasing keeps byte offsets.
-        let lower = if others.is_empty() {
+        let lower = if forms.is_empty() {
             String::new()
         } else {
             text.to_ascii_lowercase()
         };
-        'tools: for k in &others {
-            for form in [k.as_str(), bare(k)] {
-                if form.chars().count() < 4 || !identifier_like(form) {
-                    continue;
+        let spans = form_spans(&text, &lower, &form_texts, ONE_PASS_MIN_BYTES);
+        'tools: for ((k, _), spans) in forms.iter().zip(spans) {
+            for span in spans {
+                if call_after(&text, span.end) && (brief || carries(&text, span.end, &values)) {
+                    hit = Some((k.to_string(), span, CALL_FORM));
+                    break 'tools;
                 }
-                for span in exact_spans(&text, &lower, form) {
-                    if call_after(&text, span.end) && (brief || carries(&text, span.end, &values)) {
-                        hit = Some((k.to_string(), span, CALL_FORM));
-                        break 'tools;
-                    }
-                    first.get_or_insert_with(|| (k.to_string(), span));
-                }
+                first.get_or_insert_with(|| (k.to_string(), span));
             }
         }
         let hit = hit.or_else(|| {
@@ -445,6 +511,23 @@ fn walk(v: &Value, path: String, out: &mut Vec<(String, String)>) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    proptest::proptest! {
+        /// One pass finds the spans the name-by-name search finds: names and
+        /// texts of a few characters, so that names overlap, repeat, touch and
+        /// occur inside each other (forced onto the one-pass path).
+        #[test]
+        fn one_pass_finds_the_spans_of_the_name_by_name_search(
+            forms in proptest::collection::vec("[aB_-][ab_-]{3,5}", 1..8),
+            text in "[aAbB_. (-]{0,300}",
+        ) {
+            let forms: Vec<&str> = forms.iter().map(String::as_str).collect();
+            let lower = text.to_ascii_lowercase();
+            let one = form_spans(&text, &lower, &forms, 0);
+            let each: Vec<Vec<Span>> = forms.iter().map(|f| exact_spans(&text, &lower, f)).collect();
+            proptest::prop_assert_eq!(one, each);
+        }
+    }
 
     #[test]
     fn a_phrase_is_found_in_any_ascii_case_or_not_at_all() {
