@@ -2,11 +2,15 @@
 //! request's own task: taint labelling (`TaintStore::label_result`) and the
 //! tool-transfer check (`redirect::transfer`), on 64 KiB results of three kinds —
 //! the proxy benchmark's numbered prose (a value-like line number every 64 bytes),
-//! a CSV export (ids, dates, amounts in every row) and prose without numbers.
+//! a CSV export (ids, dates, amounts in every row) and prose without numbers —
+//! and on every call's arguments: the labelled values (`TaintStore::matches`,
+//! with the labels of those results) and the definitions' values
+//! (`DefinitionValues::matches`) in a 64 KiB argument.
 //! Run: `cargo bench -p portcullis-controls`.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use portcullis_controls::config::TaintConfig;
+use portcullis_controls::operands::DefinitionValues;
 use portcullis_controls::redirect;
 use portcullis_controls::taint::{Label, TaintStore};
 use serde_json::{json, Value};
@@ -94,6 +98,42 @@ fn bench(c: &mut Criterion) {
         });
         g.bench_function(format!("transfer/{name}"), |b| {
             b.iter(|| black_box(redirect::transfer(black_box(r), "read_file", &args, &known)))
+        });
+    }
+    g.finish();
+
+    // A 64 KiB argument (a document the model writes or sends), against a
+    // store holding the values of the results above, and the values written in
+    // a listing's definitions.
+    let cfg = TaintConfig::default();
+    let mut store = TaintStore::new(cfg.max_values, cfg.min_len);
+    for (_, r) in &results {
+        store.label_result(r, r, &label());
+    }
+    let mut listing = DefinitionValues::new(cfg.min_len);
+    let defs: Vec<(String, Value)> = (0..20)
+        .map(|i| {
+            (
+                format!("tool_{i}"),
+                json!({
+                    "description": format!("Reads records from https://api.example.com/v{i}/records \
+                        with the key ABCD-{i:04}-EFGH and writes them to /srv/data/out{i}.json."),
+                    "inputSchema": {"type": "object", "properties": {"id": {"type": "string",
+                        "description": format!("Record id, e.g. REC-{i:06}")}}}
+                }),
+            )
+        })
+        .collect();
+    listing.listed("catalog", defs.iter().map(|(n, v)| (n.as_str(), v)));
+    let mut g = c.benchmark_group("arguments-64KiB");
+    g.throughput(Throughput::Bytes(KIB64 as u64));
+    for (name, r) in &results {
+        let args = json!({ "message": r["content"][0]["text"] });
+        g.bench_function(format!("taint_matches/{name}"), |b| {
+            b.iter(|| black_box(store.matches(black_box(&args))))
+        });
+        g.bench_function(format!("definition_matches/{name}"), |b| {
+            b.iter(|| black_box(listing.matches("echo", "echo", black_box(&args))))
         });
     }
     g.finish();

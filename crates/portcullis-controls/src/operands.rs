@@ -194,6 +194,11 @@ impl DefinitionValues {
                 .chain(split_tokens(&s))
                 .chain(split_tokens(&decoded));
             for c in candidates {
+                // Every listed value has `min_len` characters, so at least as
+                // many bytes: most words of an argument are not looked up.
+                if c.len() < self.min_len {
+                    continue;
+                }
                 let Some(origins) = self.by_value.get(c) else {
                     continue;
                 };

@@ -29,6 +29,7 @@ use base64::Engine;
 use portcullis_core::jsonpath::key_segment;
 use serde::Serialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
 
 /// Where a labelled value came from.
@@ -945,16 +946,17 @@ impl TaintStore {
         let mut strings = Vec::new();
         collect(args, "$".into(), &mut strings);
         for (path, s) in strings {
-            let mut views: Vec<(&'static str, String)> = vec![("substring", s.clone())];
+            // The argument itself is a view as it is (not copied).
+            let mut views: Vec<(&'static str, Cow<str>)> = vec![("substring", Cow::Borrowed(&s))];
             if let Ok(d) = percent_encoding::percent_decode_str(&s).decode_utf8() {
-                if d != s {
-                    views.push(("url", d.into_owned()));
+                if d != s.as_str() {
+                    views.push(("url", Cow::Owned(d.into_owned())));
                 }
             }
             // A run decodes to 3/4 of its length (half, for hex): one too short to
             // hold `min_len` characters cannot hold a value, and most runs of a
             // text are words.
-            for run in runs(&s, |c| c.is_ascii_alphanumeric() || "+/-_".contains(c), 8)
+            for run in runs(&s, |c| c.is_ascii_alphanumeric() || b"+/-_".contains(&c), 8)
                 .into_iter()
                 .filter(|r| r.len() * 3 / 4 >= self.min_len)
             {
@@ -962,8 +964,11 @@ impl TaintStore {
                     &base64::engine::general_purpose::STANDARD_NO_PAD,
                     &base64::engine::general_purpose::URL_SAFE_NO_PAD,
                 ] {
-                    if let Ok(bytes) = engine.decode(&run) {
-                        views.push(("base64", String::from_utf8_lossy(&bytes).into_owned()));
+                    if let Ok(bytes) = engine.decode(run) {
+                        views.push((
+                            "base64",
+                            Cow::Owned(String::from_utf8_lossy(&bytes).into_owned()),
+                        ));
                         break;
                     }
                 }
@@ -974,7 +979,10 @@ impl TaintStore {
             {
                 let even = &run[..run.len() - run.len() % 2];
                 if let Ok(bytes) = hex::decode(even) {
-                    views.push(("hex", String::from_utf8_lossy(&bytes).into_owned()));
+                    views.push((
+                        "hex",
+                        Cow::Owned(String::from_utf8_lossy(&bytes).into_owned()),
+                    ));
                 }
             }
             // Per view, the values in it found by the automaton (`None`: look).
@@ -1020,7 +1028,7 @@ impl TaintStore {
             if !self.hashed.is_empty() {
                 let mut found = HashSet::new();
                 for (how, view) in &views {
-                    let whole = std::iter::once(view.as_str());
+                    let whole = std::iter::once(view.as_ref());
                     for tok in whole.chain(split_tokens(view)) {
                         let digest = portcullis_core::sha256_hex(tok.as_bytes());
                         let Some((e, h)) = self.hashed.get(&digest) else {
@@ -1029,7 +1037,7 @@ impl TaintStore {
                         if !self.fresh(e, now) || !found.insert(digest.clone()) {
                             continue;
                         }
-                        let how = if *how == "substring" && tok == view.as_str() {
+                        let how = if *how == "substring" && tok == view.as_ref() {
                             "exact"
                         } else {
                             how
@@ -1051,18 +1059,21 @@ impl TaintStore {
 }
 
 /// Maximal runs of characters satisfying `f`, at least `min` long.
-fn runs(s: &str, f: impl Fn(char) -> bool, min: usize) -> Vec<String> {
+fn runs(s: &str, f: impl Fn(u8) -> bool, min: usize) -> Vec<&str> {
+    // The predicates hold of ASCII bytes only, so a run is a slice of `s`
+    // between character boundaries: found by bytes, not copied.
     let mut out = Vec::new();
-    let mut cur = String::new();
-    for c in s.chars().chain(std::iter::once(' ')) {
-        if f(c) {
-            cur.push(c);
-        } else {
-            if cur.len() >= min {
-                out.push(std::mem::take(&mut cur));
+    let mut start = 0;
+    for (i, &b) in s.as_bytes().iter().enumerate() {
+        if b >= 0x80 || !f(b) {
+            if i - start >= min {
+                out.extend(s.get(start..i));
             }
-            cur.clear();
+            start = i + 1;
         }
+    }
+    if s.len() - start >= min {
+        out.extend(s.get(start..));
     }
     out
 }
@@ -1691,6 +1702,36 @@ mod tests {
         // The resource's own link is a value and still matches.
         let m = t.matches(&json!({"u": "demo://resource/static/document/architecture.md"}));
         assert_eq!(m.len(), 1);
+    }
+
+    /// `runs` as first written (characters collected into new strings).
+    fn runs_first_written(s: &str, f: impl Fn(char) -> bool, min: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut cur = String::new();
+        for c in s.chars().chain(std::iter::once(' ')) {
+            if f(c) {
+                cur.push(c);
+            } else {
+                if cur.len() >= min {
+                    out.push(std::mem::take(&mut cur));
+                }
+                cur.clear();
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// Runs found by bytes are the runs found by characters, for both
+        /// predicates the argument search uses, around multi-byte characters.
+        #[test]
+        fn runs_are_found_as_first_written(s in "[a-fA-Z0-9+/_ é€-]{0,60}", min in 1usize..10) {
+            let b64 = runs(&s, |c| c.is_ascii_alphanumeric() || b"+/-_".contains(&c), min);
+            let old = runs_first_written(&s, |c| c.is_ascii_alphanumeric() || "+/-_".contains(c), min);
+            proptest::prop_assert_eq!(b64, old);
+            let hex = runs(&s, |c| c.is_ascii_hexdigit(), min);
+            proptest::prop_assert_eq!(hex, runs_first_written(&s, |c| c.is_ascii_hexdigit(), min));
+        }
     }
 
     /// `split_tokens` as first written (`str::split` on a character predicate).
