@@ -50,7 +50,11 @@ fn a_cluster_never_dropped_is_stopped_once_its_process_exits() {
         assert!(
             Instant::now() < deadline,
             "30 s after its process exited, the cluster on port {port} is {} and {} is {}",
-            if listening { "still listening" } else { "stopped" },
+            if listening {
+                "still listening"
+            } else {
+                "stopped"
+            },
             dir.display(),
             if dir.exists() { "still there" } else { "gone" }
         );
