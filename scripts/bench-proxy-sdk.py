@@ -20,6 +20,7 @@ calls per second of each side and their ratio.
     .interop/venv/bin/python scripts/bench-proxy-sdk.py            # after scripts/setup-interop.sh
     .interop/venv/bin/python scripts/bench-proxy-sdk.py --calls 400 --kib 1,64 --gateway-arg=--no-fsync
     .interop/venv/bin/python scripts/bench-proxy-sdk.py --transports http
+    .interop/venv/bin/python scripts/bench-proxy-sdk.py --floor bytes  # a byte relay in the gateway's place (stdio)
 
 Needs release binaries (`cargo build --release -p portcullis -p portcullis-testkit`).
 Every gateway run writes its audit log in a temporary directory, removed at the end.
@@ -203,6 +204,12 @@ async def cell(transport: str, label: str, upstream: list[str], tool: str, args:
                     inflight = 1
                 elif side == "direct":
                     targets, inflight = [StdioServerParameters(command=upstream[0], args=upstream[1:])], concurrent
+                elif ns.floor:
+                    # The floor takes the gateway's place: portcullis-proxy-bench's own
+                    # relay, run by its hidden first argument.
+                    targets = [StdioServerParameters(command=str(ns.proxy_bench),
+                                                     args=["__relay-stdio", *upstream])]
+                    inflight = concurrent
                 else:
                     n += 1
                     log = work / f"audit-{n}.jsonl"
@@ -246,7 +253,23 @@ def main() -> int:
     p.add_argument("--transports", default="stdio", help="stdio, http or both (stdio,http)")
     p.add_argument("--gateway-arg", action="append", default=[],
                    help="one more argument for `portcullis proxy` (repeatable)")
+    # Only the byte relay: the rmcp pass-through of `portcullis-proxy-bench --floor rmcp`
+    # answers with rmcp's typed results, which drop `resultType`, and this SDK refuses a
+    # CallToolResult without it ("Field required"): it is no floor for this client.
+    p.add_argument("--floor", choices=["bytes"],
+                   help="put a bare byte relay in the gateway's place (stdio only; "
+                        "portcullis-proxy-bench's relay)")
+    p.add_argument("--proxy-bench", type=Path, default=rel / "portcullis-proxy-bench",
+                   help="portcullis-proxy-bench, whose relay is the floor")
     ns = p.parse_args()
+    if ns.floor and ns.transports != "stdio":
+        print("--floor is measured over stdio only here (give --transports stdio); "
+              "portcullis-proxy-bench --floor measures both transports", file=sys.stderr)
+        return 2
+    if ns.floor and not os.access(ns.proxy_bench, os.X_OK):
+        print(f"{ns.proxy_bench} is not an executable: build it with "
+              "`cargo build --release -p portcullis-testkit`", file=sys.stderr)
+        return 2
     for b in (ns.portcullis, ns.testserver):
         if not os.access(b, os.X_OK):
             print(f"{b} is not an executable: build it with "
@@ -264,9 +287,10 @@ def main() -> int:
         print(f"{ns.everything} not found: the server-everything rows are skipped "
               "(scripts/setup-interop.sh installs it)", file=sys.stderr)
     import importlib.metadata as md
+    what = ("gateway column: a bare byte relay (--floor bytes), no gateway" if ns.floor
+            else f"gateway arguments: {' '.join(ns.gateway_arg) or '(defaults)'}")
     print(f"client: Python mcp SDK {md.version('mcp')}; calls per cell and side: {ns.calls} in "
-          f"{ns.rounds} interleaved rounds; gateway arguments: {' '.join(ns.gateway_arg) or '(defaults)'}; "
-          f"CPUs: {os.cpu_count()}")
+          f"{ns.rounds} interleaved rounds; {what}; CPUs: {os.cpu_count()}")
     print()
     print("| transport | upstream tool | mode | direct p50 / p95 ms | gateway p50 / p95 ms | p50 × | "
           "direct calls/s | gateway calls/s | throughput × |")
