@@ -20,7 +20,7 @@ calls per second of each side and their ratio.
     .interop/venv/bin/python scripts/bench-proxy-sdk.py            # after scripts/setup-interop.sh
     .interop/venv/bin/python scripts/bench-proxy-sdk.py --calls 400 --kib 1,64 --gateway-arg=--no-fsync
     .interop/venv/bin/python scripts/bench-proxy-sdk.py --transports http
-    .interop/venv/bin/python scripts/bench-proxy-sdk.py --floor bytes  # a byte relay in the gateway's place (stdio)
+    .interop/venv/bin/python scripts/bench-proxy-sdk.py --floor rmcp   # a floor in the gateway's place (stdio)
 
 Needs release binaries (`cargo build --release -p portcullis -p portcullis-testkit`).
 Every gateway run writes its audit log in a temporary directory, removed at the end.
@@ -207,8 +207,8 @@ async def cell(transport: str, label: str, upstream: list[str], tool: str, args:
                 elif ns.floor:
                     # The floor takes the gateway's place: portcullis-proxy-bench's own
                     # relay, run by its hidden first argument.
-                    targets = [StdioServerParameters(command=str(ns.proxy_bench),
-                                                     args=["__relay-stdio", *upstream])]
+                    relay = {"bytes": "__relay-stdio", "rmcp": "__relay-rmcp-stdio"}[ns.floor]
+                    targets = [StdioServerParameters(command=str(ns.proxy_bench), args=[relay, *upstream])]
                     inflight = concurrent
                 else:
                     n += 1
@@ -253,14 +253,11 @@ def main() -> int:
     p.add_argument("--transports", default="stdio", help="stdio, http or both (stdio,http)")
     p.add_argument("--gateway-arg", action="append", default=[],
                    help="one more argument for `portcullis proxy` (repeatable)")
-    # Only the byte relay: the rmcp pass-through of `portcullis-proxy-bench --floor rmcp`
-    # answers with rmcp's typed results, which drop `resultType`, and this SDK refuses a
-    # CallToolResult without it ("Field required"): it is no floor for this client.
-    p.add_argument("--floor", choices=["bytes"],
-                   help="put a bare byte relay in the gateway's place (stdio only; "
-                        "portcullis-proxy-bench's relay)")
+    p.add_argument("--floor", choices=["bytes", "rmcp"],
+                   help="put a floor in the gateway's place (stdio only): `bytes`, a bare byte relay; "
+                        "`rmcp`, an rmcp pass-through without inspection or log (portcullis-proxy-bench's)")
     p.add_argument("--proxy-bench", type=Path, default=rel / "portcullis-proxy-bench",
-                   help="portcullis-proxy-bench, whose relay is the floor")
+                   help="portcullis-proxy-bench, whose relays are the floors")
     ns = p.parse_args()
     if ns.floor and ns.transports != "stdio":
         print("--floor is measured over stdio only here (give --transports stdio); "
@@ -287,7 +284,7 @@ def main() -> int:
         print(f"{ns.everything} not found: the server-everything rows are skipped "
               "(scripts/setup-interop.sh installs it)", file=sys.stderr)
     import importlib.metadata as md
-    what = ("gateway column: a bare byte relay (--floor bytes), no gateway" if ns.floor
+    what = (f"gateway column: the {ns.floor} floor (--floor {ns.floor}), no gateway" if ns.floor
             else f"gateway arguments: {' '.join(ns.gateway_arg) or '(defaults)'}")
     print(f"client: Python mcp SDK {md.version('mcp')}; calls per cell and side: {ns.calls} in "
           f"{ns.rounds} interleaved rounds; {what}; CPUs: {os.cpu_count()}")

@@ -29,7 +29,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use portcullis_testkit::process::{free_port, sibling, spawn_listening, vm_rss_kib};
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, ProtocolVersion};
 use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -774,6 +774,12 @@ const RELAY_TCP: &str = "__relay-tcp";
 const RELAY_RMCP_STDIO: &str = "__relay-rmcp-stdio";
 const RELAY_RMCP_HTTP: &str = "__relay-rmcp-http";
 
+/// The newest revision the pass-through negotiates: the gateway's (portcullis-mcp's
+/// `MAX_PROTOCOL`), so that the floor answers clients in the same shape. At rmcp's
+/// latest (2026-07-28) a client such as Python `mcp` 2.3.0 wants a `resultType` in
+/// every result, which the forwarded results lack.
+const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
 /// The rmcp pass-through of `--floor rmcp`: tools/list and tools/call go to
 /// the upstream's peer as they are.
 #[derive(Clone)]
@@ -786,9 +792,13 @@ fn passthrough_error(e: rmcp::service::ServiceError) -> rmcp::ErrorData {
 }
 
 impl rmcp::ServerHandler for Passthrough {
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&PROTOCOL))
+    }
+
     fn get_info(&self) -> rmcp::model::ServerConfig {
         serde_json::from_value(json!({
-            "protocolVersion": rmcp::model::ProtocolVersion::default(),
+            "protocolVersion": PROTOCOL,
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "rmcp-passthrough", "version": "0"}
         }))
