@@ -7,6 +7,7 @@
 //! directory of `initdb` and `pg_ctl`. As root the server runs as the `postgres`
 //! user (PostgreSQL refuses to run as root).
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -106,22 +107,8 @@ impl Cluster {
     /// in the temporary directory behind every run of its test file.
     fn watchdog(&self) -> Result<(), String> {
         use std::os::unix::process::CommandExt;
-        let mut stop: Vec<String> = Vec::new();
-        if self.as_postgres {
-            stop.extend(["runuser", "-u", "postgres", "--"].map(String::from));
-        }
-        stop.push(self.bin.join("pg_ctl").display().to_string());
-        stop.extend(
-            [
-                "-D",
-                &self.data().display().to_string(),
-                "-m",
-                "immediate",
-                "-w",
-                "stop",
-            ]
-            .map(String::from),
-        );
+        let mut stop = self.argv("pg_ctl");
+        stop.extend(self.stop_args().iter().map(OsString::from));
         // Arguments are passed as positional parameters, never spliced into
         // the script: `$1` the process to outlive, `$2` the directory, the
         // rest the stop command.
@@ -234,29 +221,42 @@ rm -rf "$d""#;
 
     /// Stop the server at once (`-m immediate`: as a crash would).
     pub fn stop(&self) -> Result<(), String> {
-        self.run(
-            "pg_ctl",
-            &[
-                "-D",
-                &self.data().display().to_string(),
-                "-m",
-                "immediate",
-                "-w",
-                "stop",
-            ],
-        )
+        let args = self.stop_args();
+        self.run("pg_ctl", &args.each_ref().map(String::as_str))
+    }
+
+    /// `pg_ctl`'s arguments for [`Cluster::stop`] (the watchdog runs the same).
+    fn stop_args(&self) -> [String; 6] {
+        [
+            "-D",
+            &self.data().display().to_string(),
+            "-m",
+            "immediate",
+            "-w",
+            "stop",
+        ]
+        .map(String::from)
+    }
+
+    /// The command line that runs `tool` of the server's binaries, as the
+    /// server's user (`runuser` when this process is root).
+    fn argv(&self, tool: &str) -> Vec<OsString> {
+        let mut argv: Vec<OsString> = Vec::new();
+        if self.as_postgres {
+            argv.extend(["runuser", "-u", "postgres", "--"].map(OsString::from));
+        }
+        argv.push(self.bin.join(tool).into_os_string());
+        argv
     }
 
     fn run(&self, tool: &str, args: &[&str]) -> Result<(), String> {
         let exe = self.bin.join(tool);
-        let mut cmd = if self.as_postgres {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(&exe);
-            c
-        } else {
-            Command::new(&exe)
-        };
-        let out = cmd
+        let argv = self.argv(tool);
+        let (program, rest) = argv
+            .split_first()
+            .ok_or_else(|| format!("no command line for {tool}"))?;
+        let out = Command::new(program)
+            .args(rest)
             .args(args)
             .current_dir(self.dir.path())
             .output()
