@@ -597,7 +597,7 @@ fn neighbours<'a>(
                     server: other.name.as_str(),
                     name,
                     relation,
-                    def: (relation == Relation::SameServer).then_some(o),
+                    def: Some(o),
                 })
         })
 }

@@ -24,7 +24,7 @@ pub enum Relation {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NameFinding {
     /// `names.collision`, `names.confusable`, `names.separator`, `names.suffix`,
-    /// `names.lookalike`, `names.copy` or `names.shadowing`.
+    /// `names.lookalike`, `names.copy`, `names.promoted_copy` or `names.shadowing`.
     pub rule: &'static str,
     pub other_server: String,
     pub other_name: String,
@@ -298,6 +298,22 @@ pub fn copy_of(
     let prefixed = a.len() > b.len() && a.ends_with(&b);
     let versioned = core_with(&fold_confusables_and_case(name), false) == b && a != b;
     (prefixed || versioned).then_some("names.copy")
+}
+
+/// Whether `def` passes for `other`, a tool of another server, to a model
+/// choosing between them: its description contains the other's (with text
+/// added or not) and it takes every call the other takes (the same input
+/// schema, or optional properties added). Servers that wrap the same software
+/// do this in earnest (browser-automation forks repeat each other's
+/// descriptions), so [`crate::metadata`] holds such a tool only when it also
+/// promotes itself.
+pub fn passes_for(def: &Value, other: &Value) -> bool {
+    let (schema, original) = (def.get("inputSchema"), other.get("inputSchema"));
+    if schema != original && !adds_optional_properties(schema, original) {
+        return false;
+    }
+    let (mine, theirs) = (squashed_description(def), squashed_description(other));
+    theirs.chars().count() >= 12 && mine.contains(&theirs)
 }
 
 /// Whether `schema` is `original` with one or more properties added that it does

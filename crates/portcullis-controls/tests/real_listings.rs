@@ -123,3 +123,75 @@ fn the_default_policy_holds_no_tool_of_a_real_server() {
         "pm.self_promotion on {pm} fields: {recorded:?}"
     );
 }
+
+/// Every real server listed beside every other (the worst case: 211 servers in
+/// one gateway): no tool is held as a copy of another server's tool that
+/// promotes itself. Forks repeat each other's descriptions (measured
+/// 2026-12-05: 28 pairs of tools of different servers where one's description
+/// contains the other's and it takes the other's calls, most of them browser
+/// automation and two versions of the MongoDB server), so the rule needs the
+/// promotion too.
+#[test]
+fn no_tool_of_a_real_server_is_a_promoted_copy_of_another_servers() {
+    use portcullis_controls::config::{NamesConfig, ParamsConfig, RedirectionConfig};
+    use portcullis_controls::metadata::{check, DefinitionKind, MetadataPolicy, Neighbour};
+    use portcullis_controls::names::{passes_for, Relation};
+
+    let servers = real_servers();
+    let (names, params, redirection) = (
+        NamesConfig::default(),
+        ParamsConfig::default(),
+        RedirectionConfig::default(),
+    );
+    let policy = MetadataPolicy {
+        names: &names,
+        params: &params,
+        redirection: &redirection,
+    };
+    let tools: Vec<(&str, &str, &Value)> = servers
+        .iter()
+        .flat_map(|(s, defs)| defs.iter().map(move |(n, d)| (s.as_str(), n.as_str(), d)))
+        .collect();
+    // Descriptions lowercased without whitespace, once: the pairs worth asking
+    // `passes_for` about are those where one contains the other.
+    let squashed: Vec<String> = tools
+        .iter()
+        .map(|(_, _, d)| {
+            d["description"]
+                .as_str()
+                .unwrap_or_default()
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .flat_map(char::to_lowercase)
+                .collect()
+        })
+        .collect();
+    let (mut pairs, mut held) = (0, Vec::new());
+    for (i, (server, name, def)) in tools.iter().enumerate() {
+        let others: Vec<Neighbour> = tools
+            .iter()
+            .enumerate()
+            .filter(|(j, (s, _, d))| {
+                s != server
+                    && squashed[*j].len() >= 12
+                    && squashed[i].contains(squashed[*j].as_str())
+                    && passes_for(def, d)
+            })
+            .map(|(_, t)| t)
+            .map(|(s, n, d)| Neighbour {
+                server: s,
+                name: n,
+                relation: Relation::EarlierServer,
+                def: Some(d),
+            })
+            .collect();
+        pairs += others.len();
+        let f = check(DefinitionKind::Tool, name, def, others, policy);
+        for finding in f.findings.iter().filter(|f| f.rule == "names.promoted_copy") {
+            held.push(format!("{server}: {name}: {}", finding.excerpt));
+        }
+    }
+    // The rule has pairs to look at here, so silence means something.
+    assert!(pairs >= 20, "{pairs} pairs");
+    assert!(held.is_empty(), "{} held:\n{}", held.len(), held.join("\n"));
+}

@@ -762,7 +762,13 @@ impl Gateway {
         let (metadata, others) = match kind {
             ListKind::Tools => (
                 DefinitionKind::Tool,
-                self.other_tools(upstream, ident, siblings),
+                self.other_tools(
+                    upstream,
+                    ident,
+                    siblings,
+                    // Other servers' definitions, for the promoted-copy check.
+                    !portcullis_controls::redirect::preference(raw).is_empty(),
+                ),
             ),
             ListKind::Prompts => (DefinitionKind::Prompt, Vec::new()),
             ListKind::Resources => {
@@ -886,21 +892,23 @@ impl Gateway {
     }
 
     /// The tools to compare `name` of `upstream` with: other upstreams' (as last
-    /// seen) and its siblings in the listing being decided (`siblings`, whole and
-    /// with their definitions, so the order of the listing does not matter).
+    /// seen; with their definitions if `with_defs`) and its siblings in the
+    /// listing being decided (`siblings`, whole and with their definitions, so
+    /// the order of the listing does not matter).
     fn other_tools(
         &self,
         upstream: usize,
         name: &str,
         siblings: &[(String, Value)],
+        with_defs: bool,
     ) -> Vec<OtherTool> {
         let me = self.upstreams[upstream].name();
         let t = self.tables();
         let mut out: Vec<_> = t
             .defs
-            .keys()
-            .filter(|(u, _)| *u != upstream)
-            .map(|(u, n)| OtherTool {
+            .iter()
+            .filter(|((u, _), _)| *u != upstream)
+            .map(|((u, n), d)| OtherTool {
                 server: self.upstreams[*u].name().to_string(),
                 relation: if *u < upstream {
                     Relation::EarlierServer
@@ -908,7 +916,7 @@ impl Gateway {
                     Relation::LaterServer
                 },
                 name: n.clone(),
-                def: None,
+                def: with_defs.then(|| d.clone()),
             })
             .chain(
                 siblings
