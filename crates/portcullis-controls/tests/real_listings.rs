@@ -187,7 +187,11 @@ fn no_tool_of_a_real_server_is_a_promoted_copy_of_another_servers() {
             .collect();
         pairs += others.len();
         let f = check(DefinitionKind::Tool, name, def, others, policy);
-        for finding in f.findings.iter().filter(|f| f.rule == "names.promoted_copy") {
+        for finding in f
+            .findings
+            .iter()
+            .filter(|f| f.rule == "names.promoted_copy")
+        {
             held.push(format!("{server}: {name}: {}", finding.excerpt));
         }
     }

@@ -34,7 +34,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceError};
 use rmcp::ServerHandler;
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +69,10 @@ struct Decided {
     value: Value,
     record_id: String,
 }
+
+/// The tools each upstream lists in one round of listing (`tools/list` from
+/// the client), by (upstream, upstream name), read before any is decided.
+type ListingRound = HashMap<(usize, String), Value>;
 
 /// A listed entry as judged: as the server sent it, its decision-cache key, the
 /// detector's decision, its name, the pin check's verdict.
@@ -522,13 +526,32 @@ impl Gateway {
         ctx: &RequestContext<RoleServer>,
         session: u64,
     ) -> Result<Vec<Value>, McpError> {
-        let mut all = Vec::new();
+        // Every upstream is read before any entry is decided, so a tool is
+        // compared with every other server's tool from the first listing on,
+        // whatever the order of the servers.
+        let mut drained = Vec::new();
         for (i, up) in self.upstreams.iter().enumerate() {
-            if !declares(&up.info.capabilities, kind) {
-                continue;
+            if declares(&up.info.capabilities, kind) {
+                drained.push((i, self.drain(i, kind, templates, ctx, session).await?));
             }
-            let entries = self.drain(i, kind, templates, ctx, session).await?;
-            all.extend(self.decide_entries(i, kind, templates, entries).await?);
+        }
+        let round: ListingRound = match kind {
+            ListKind::Tools => drained
+                .iter()
+                .flat_map(|(i, entries)| {
+                    entries
+                        .iter()
+                        .map(|e| ((*i, entry_ident(kind, templates, e)), e.clone()))
+                })
+                .collect(),
+            _ => ListingRound::new(),
+        };
+        let mut all = Vec::new();
+        for (i, entries) in drained {
+            all.extend(
+                self.decide_entries(i, kind, templates, entries, &round)
+                    .await?,
+            );
         }
         Ok(all)
     }
@@ -582,6 +605,7 @@ impl Gateway {
         kind: ListKind,
         templates: bool,
         entries: Vec<Value>,
+        round: &ListingRound,
     ) -> Result<Vec<Value>, McpError> {
         let server = self.upstreams[upstream].name().to_string();
         let channel = list_channel(kind);
@@ -631,7 +655,7 @@ impl Gateway {
             }
             if verdict.passes() && decided.forward {
                 let d = self
-                    .metadata(upstream, kind, &key, &ident, &raw, shown, &siblings)
+                    .metadata(upstream, kind, &key, &ident, &raw, shown, &siblings, round)
                     .await?;
                 shown = d.shown;
                 verdict = d.verdict;
@@ -758,6 +782,7 @@ impl Gateway {
         raw: &Value,
         shown: Value,
         siblings: &[(String, Value)],
+        round: &ListingRound,
     ) -> Result<ToolDecision, McpError> {
         let (metadata, others) = match kind {
             ListKind::Tools => (
@@ -766,8 +791,9 @@ impl Gateway {
                     upstream,
                     ident,
                     siblings,
+                    round,
                     // Other servers' definitions, for the promoted-copy check.
-                    !portcullis_controls::redirect::preference(raw).is_empty(),
+                    crate::structural::promotes_itself(raw),
                 ),
             ),
             ListKind::Prompts => (DefinitionKind::Prompt, Vec::new()),
@@ -891,23 +917,31 @@ impl Gateway {
         })
     }
 
-    /// The tools to compare `name` of `upstream` with: other upstreams' (as last
-    /// seen; with their definitions if `with_defs`) and its siblings in the
-    /// listing being decided (`siblings`, whole and with their definitions, so
-    /// the order of the listing does not matter).
+    /// The tools to compare `name` of `upstream` with: other upstreams' (as they
+    /// list them in this `round`, else as last seen; with their definitions if
+    /// `with_defs`) and its siblings in the listing being decided (`siblings`,
+    /// whole and with their definitions, so the order of the listing does not
+    /// matter).
     fn other_tools(
         &self,
         upstream: usize,
         name: &str,
         siblings: &[(String, Value)],
+        round: &ListingRound,
         with_defs: bool,
     ) -> Vec<OtherTool> {
         let me = self.upstreams[upstream].name();
         let t = self.tables();
-        let mut out: Vec<_> = t
+        let in_round: HashSet<usize> = round.keys().map(|(u, _)| *u).collect();
+        let others: Vec<(&(usize, String), &Value)> = t
             .defs
             .iter()
+            .filter(|((u, _), _)| !in_round.contains(u))
+            .chain(round.iter())
             .filter(|((u, _), _)| *u != upstream)
+            .collect();
+        let mut out: Vec<_> = others
+            .into_iter()
             .map(|((u, n), d)| OtherTool {
                 server: self.upstreams[*u].name().to_string(),
                 relation: if *u < upstream {
@@ -957,7 +991,8 @@ impl Gateway {
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
-        self.decide_entries(i, kind, false, entries).await?;
+        self.decide_entries(i, kind, false, entries, &ListingRound::new())
+            .await?;
         Ok(())
     }
 

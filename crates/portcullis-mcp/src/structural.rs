@@ -95,6 +95,13 @@ pub mod meta {
 /// The stage name of a human decision's record.
 pub const STAGE_REVIEW: &str = "review";
 
+/// Whether a tool or prompt definition promotes itself (a preference
+/// manipulation phrase in a description or title): only then does the
+/// promoted-copy check need other servers' definitions.
+pub fn promotes_itself(def: &Value) -> bool {
+    !portcullis_controls::redirect::preference(def).is_empty()
+}
+
 /// The decision record of a human decision at review: about the same subject as
 /// the record that held the item (channel, server, tool, input digest, the
 /// configuration it was decided under), with the human's status and action, and
