@@ -143,9 +143,14 @@ fn names<'a>(
                 && crate::redirect::preference(d).is_empty();
             promoted.then_some("names.promoted_copy")
         };
-        let named = hits
-            .iter()
-            .any(|h| h.other_name == n.name && h.other_server == n.server);
+        // A sibling already found a copy by name is not found again by
+        // definition. Across servers a name finding does not stand for this one:
+        // an exact collision is only namespaced, and a copy under the same name
+        // that promotes itself is still held.
+        let named = n.relation == Relation::SameServer
+            && hits
+                .iter()
+                .any(|h| h.other_name == n.name && h.other_server == n.server);
         if let (Some(rule), false) = (copy, named) {
             hits.push(crate::names::NameFinding {
                 rule,
@@ -377,6 +382,25 @@ mod tests {
             "{rules:?}"
         );
         assert_eq!(status, Status::Allow);
+        // Under the other's own name (an exact collision, which namespacing
+        // alone would let through): still held.
+        let others = [Neighbour {
+            server: "calendar",
+            name: "list_events",
+            relation: Relation::EarlierServer,
+            def: Some(&original),
+        }];
+        let f = check(
+            DefinitionKind::Tool,
+            "list_events",
+            &promoted,
+            others,
+            policy,
+        );
+        let rules: Vec<&str> = f.findings.iter().map(|f| f.rule.as_str()).collect();
+        assert!(rules.contains(&"names.collision"), "{rules:?}");
+        assert!(rules.contains(&"names.promoted_copy"), "{rules:?}");
+        assert_eq!(f.decision().0, Status::Review);
         // Another schema: another tool, however it advertises itself.
         let other_schema = json!({"description": promoted["description"],
             "inputSchema": {"type": "object", "properties": {"date": {"type": "integer"}}}});
