@@ -42,8 +42,9 @@ impl NameFinding {
 /// Every name finding of one tool (`name`, `description`) against `others`
 /// (server, name, relation): collisions and look-alikes of an earlier server's
 /// tool, copies of a sibling on the same server, and descriptions that name
-/// another server's tool. Naming a sibling is ordinary documentation ("call
-/// `list_x` first"), so shadowing is only across servers.
+/// another server's tool as an identifier ([`Mentions::of_identifier`]). Naming
+/// a sibling is ordinary documentation ("call `list_x` first"), so shadowing is
+/// only across servers.
 pub fn check<'a>(
     name: &str,
     description: &str,
@@ -67,7 +68,7 @@ pub fn check<'a>(
         if let Some(rule) = rule {
             out.push(hit(rule));
         }
-        if relation != Relation::SameServer && other != name && named.of(other) {
+        if relation != Relation::SameServer && other != name && named.of_identifier(other) {
             // ASCII lowercasing keeps byte offsets.
             let span = description
                 .to_ascii_lowercase()
@@ -379,6 +380,24 @@ impl Mentions {
         }
     }
 
+    /// Whether the text names `other` as written, and `other` does not read as
+    /// a word of prose: it has a separator or an inner capital (`send_email`,
+    /// `fetch-page`, `notes.search`, `readNote`). Another server's `search`,
+    /// `query`, `date` or `fetch` is a word every description may use (31 real
+    /// servers behind one gateway: 60 of their tools were held as shadowing by
+    /// such words and by the word forms of `current_time` or `merge_cells`); a
+    /// digit alone does not make one either (`base64`, `sha256`).
+    pub fn of_identifier(&self, other: &str) -> bool {
+        let separated = other.contains(['_', '-']) || other.trim_matches('.').contains('.');
+        let inner_capital = other.chars().skip(1).any(char::is_uppercase);
+        if other.chars().count() < 4 || !(separated || inner_capital) {
+            return false;
+        }
+        // The text's own dots are spaces in `spaced`.
+        let o = other.to_lowercase().replace('.', " ");
+        self.spaced.contains(&format!(" {o} "))
+    }
+
     /// Whether the text names `other` as a word (names under 4 characters never
     /// count; a separated name also counts in its word form, `read_note` for
     /// "readNote" or "read-note").
@@ -608,6 +627,24 @@ mod tests {
         let f = check("search_new", "", others, 1);
         assert_eq!(f.len(), 1);
         assert_eq!((f[0].rule, f[0].is_lookalike()), ("names.suffix", true));
+    }
+
+    #[test]
+    fn shadowing_names_an_identifier_as_written() {
+        let m = Mentions::new(
+            "Search the web. Before send_email, call notes.search; see readNote. Returns base64.",
+        );
+        for named in ["send_email", "notes.search", "readNote", "SEND_EMAIL"] {
+            assert!(m.of_identifier(named), "{named}");
+        }
+        // Words of prose, a digit alone, another spelling, a part of a name.
+        for not in ["search", "Search", "base64", "send-email", "email", "notes"] {
+            assert!(!m.of_identifier(not), "{not}");
+        }
+        let words = Mentions::new("Returns the current time in a zone; merge cells first.");
+        assert!(!words.of_identifier("current_time"));
+        assert!(!words.of_identifier("merge_cells"));
+        assert!(!Mentions::new("Uses send_emails.").of_identifier("send_email"));
     }
 
     #[test]
