@@ -530,10 +530,25 @@ impl Gateway {
         // compared with every other server's tool from the first listing on,
         // whatever the order of the servers.
         let mut drained = Vec::new();
+        let mut not_found = None;
         for (i, up) in self.upstreams.iter().enumerate() {
-            if declares(&up.info.capabilities, kind) {
-                drained.push((i, self.drain(i, kind, templates, ctx, session).await?));
+            if !declares(&up.info.capabilities, kind) {
+                continue;
             }
+            match self.drain(i, kind, templates, ctx, session).await {
+                Ok(entries) => drained.push((i, entries)),
+                // A server that declares resources but not this method (a
+                // resource-templates list, which is optional) has none to list;
+                // the others' entries are still listed. If no server has the
+                // method, the client gets the error, as it would direct.
+                Err(e) if e.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND => {
+                    not_found.get_or_insert(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if let (true, Some(e)) = (drained.is_empty(), not_found) {
+            return Err(e);
         }
         let round: ListingRound = match kind {
             ListKind::Tools => drained

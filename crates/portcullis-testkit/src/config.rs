@@ -189,6 +189,10 @@ pub struct Extras {
     /// Hostile behaviours on the gateway's message path (see [`Hostile`]), each
     /// switched on by name; none changes what the other options serve.
     pub hostile: BTreeSet<Hostile>,
+    /// Declare resources but answer `resources/templates/list` with "method not
+    /// found", as servers without templates do (mcp-server-sqlite 2025.4.25,
+    /// mcp-server-duckdb 1.1.0, jcodemunch-mcp 1.108.399).
+    pub no_templates: bool,
 }
 
 /// A hostile behaviour on a path other than a listed definition or a plain result:

@@ -935,6 +935,13 @@ impl ServerHandler for TestServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
+        if self.options.extras.no_templates {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "Method not found",
+                None,
+            ));
+        }
         let before = self.state.template_lists.fetch_add(1, Ordering::SeqCst);
         if self.hostile(Hostile::ListError) && before > 0 {
             return Err(McpError::internal_error(

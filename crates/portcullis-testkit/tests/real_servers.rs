@@ -88,3 +88,49 @@ fn tail(s: &str, n: usize) -> &str {
     }
     &s[start..]
 }
+
+/// The same servers side by side behind ONE gateway (tests/real_servers/together.py):
+/// what a client configuration with several servers meets. Nothing held, nothing
+/// withheld, answers as direct. Until 2026-12-05 this setting held 60 real tools as
+/// shadowing (another server's `search` or `fetch` named in a description) and lost
+/// every resource template to one server without templates; no per-server test saw it.
+#[test]
+fn real_servers_side_by_side_behind_one_gateway_hold_nothing_and_answer_as_direct() {
+    let py = python();
+    assert!(
+        py.is_file() && interop_dir().join("real-servers/node_modules").is_dir(),
+        "the real servers are not installed: run scripts/setup-interop.sh \
+         (make test runs it through scripts/setup.sh)"
+    );
+    let bin = portcullis_bin();
+    assert!(
+        bin.is_file(),
+        "{} not found: run `cargo build -p portcullis`",
+        bin.display()
+    );
+    let work = std::env::temp_dir().join(format!("portcullis-together-{}", std::process::id()));
+    let mut cmd = Command::new(&py);
+    cmd.arg(repo_root().join("tests/real_servers/together.py"))
+        .arg("--portcullis")
+        .arg(&bin)
+        .arg("--work")
+        .arg(&work);
+    if let Some(only) = std::env::var_os("PORTCULLIS_REAL_SERVERS_ONLY") {
+        cmd.arg("--only").arg(only);
+    }
+    let (status, stdout, stderr) = run_bounded(&mut cmd, "tests/real_servers/together.py", LIMIT)
+        .unwrap_or_else(|e| panic!("{e} (killed)"));
+    match status.code() {
+        Some(0) => {
+            println!("{stdout}");
+            let _ = std::fs::remove_dir_all(&work);
+        }
+        Some(3) => panic!("together: set-up missing:\n{stderr}"),
+        code => panic!(
+            "together: items held, withheld or answered differently through one gateway \
+             (exit {code:?}; work files kept in {}):\n{stdout}\n--- stderr ---\n{}",
+            work.display(),
+            tail(&stderr, 4000)
+        ),
+    }
+}

@@ -539,6 +539,37 @@ async fn a_copy_that_promotes_itself_over_another_servers_tool_is_held_from_the_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_resource_templates_does_not_hide_anothers() {
+    let dir = tempfile::tempdir().unwrap();
+    // beta answers resources/templates/list with "method not found", as
+    // mcp-server-sqlite does; alpha's template is still listed and read
+    // through. (Until 2026-12-05 one such server failed the whole listing, and
+    // every read under any server's template was refused.)
+    let p = pair(
+        dir.path(),
+        &["--profile", "benign"],
+        &["--profile", "benign", "--no-templates"],
+        "",
+    )
+    .await;
+    let templates = p
+        .client
+        .peer()
+        .list_all_resource_templates()
+        .await
+        .expect("templates listed");
+    let uris: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
+    assert_eq!(uris, ["note://{name}"]);
+    let read = p
+        .client
+        .peer()
+        .read_resource(ReadResourceRequestParams::new("note://groceries"))
+        .await
+        .expect("a read under alpha's template");
+    assert!(format!("{read:?}").contains("groceries"), "{read:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_privileged_parameters_are_stripped_and_calls_filling_them_held() {
     let dir = tempfile::tempdir().unwrap();
     let p = single(dir.path(), &["--profile", "benign", "--overpriv"]).await;

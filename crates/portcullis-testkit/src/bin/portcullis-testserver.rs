@@ -54,6 +54,10 @@ struct Args {
     /// Append text to the server's `initialize` instructions.
     #[arg(long)]
     instructions: Option<String>,
+    /// Declare resources but answer `resources/templates/list` with "method not
+    /// found" (a server without templates).
+    #[arg(long)]
+    no_templates: bool,
     /// Hostile behaviours on the gateway's message path, a comma list (any
     /// profile): rpc_error, prefixed_redirect, notify, result_key, list_error, server_info.
     #[arg(long, default_value = "")]
@@ -100,6 +104,7 @@ fn main() -> anyhow::Result<()> {
             describe: pairs("--describe", &args.describe)?,
             instructions: args.instructions.clone(),
             hostile: Hostile::parse_list(&args.hostile).context("--hostile")?,
+            no_templates: args.no_templates,
         },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
