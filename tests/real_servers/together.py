@@ -21,6 +21,7 @@ It reports, and fails (exit 1) on:
 
     .interop/venv/bin/python tests/real_servers/together.py            # every server
     .interop/venv/bin/python tests/real_servers/together.py --only git,fetch,filesystem
+    .interop/venv/bin/python tests/real_servers/together.py --twice filesystem,git   # two instances
 
 Exit 3 when the pieces are not installed (scripts/setup-interop.sh).
 """
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import sys
@@ -162,6 +164,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--portcullis", type=Path, default=R.ROOT / "target/debug/portcullis")
     ap.add_argument("--only", default="", help="servers, comma-separated (default: every server of servers.py)")
+    ap.add_argument("--twice", default="", help="servers configured a second time (as NAME-2, with data of "
+                    "its own), as a user with two roots or two accounts does")
     ap.add_argument("--config", type=Path, help="the gateway's detector configuration (proxy --detector)")
     ap.add_argument("--work", type=Path, help="keep the transcripts, logs and audit log here")
     ap.add_argument("--json", type=Path, help="write the report as JSON")
@@ -169,6 +173,12 @@ def main() -> int:
     if ns.config:
         R.GATEWAY_ARGS.extend(["--detector", str(ns.config.resolve())])
     chosen = [s for s in S.SERVERS if not ns.only or s.name in ns.only.split(",")]
+    twice = [t for t in ns.twice.split(",") if t]
+    unknown = [t for t in twice if t not in {s.name for s in chosen}]
+    if unknown:
+        print(f"together: --twice {','.join(unknown)}: not among the chosen servers", file=sys.stderr)
+        return 2
+    chosen += [dataclasses.replace(s, name=f"{s.name}-2") for s in chosen if s.name in twice]
     miss = R.missing_pieces()
     if miss:
         print(f"together: not installed: {', '.join(miss)}\n{R.SETUP_HINT}", file=sys.stderr)

@@ -199,3 +199,67 @@ fn no_tool_of_a_real_server_is_a_promoted_copy_of_another_servers() {
     assert!(pairs >= 20, "{pairs} pairs");
     assert!(held.is_empty(), "{} held:\n{}", held.len(), held.join("\n"));
 }
+
+/// Every real server configured twice behind one gateway (two roots, two accounts:
+/// the second instance lists every name of the first): the default policy holds
+/// none of the second instance's tools. Its descriptions name their siblings (92
+/// of the 211 servers do), and its names are a small edit from each other
+/// (`get_user`, `get_users`): against the first instance these read as shadowing
+/// and look-alikes unless a name the server lists itself is its own.
+#[test]
+fn a_real_server_configured_twice_holds_nothing() {
+    use portcullis_controls::config::{NamesConfig, ParamsConfig, RedirectionConfig};
+    use portcullis_controls::metadata::{check, DefinitionKind, MetadataPolicy, Neighbour};
+    use portcullis_controls::names::Relation;
+
+    let servers = real_servers();
+    let (names, params, redirection) = (
+        NamesConfig::default(),
+        ParamsConfig::default(),
+        RedirectionConfig::default(),
+    );
+    let policy = MetadataPolicy {
+        names: &names,
+        params: &params,
+        redirection: &redirection,
+    };
+    let (mut held, mut collisions) = (Vec::new(), 0);
+    for (server, defs) in &servers {
+        let first = format!("{server} (first instance)");
+        for (name, def) in defs {
+            let siblings = defs
+                .iter()
+                .filter(|(n, _)| n != name)
+                .map(|(n, d)| Neighbour {
+                    server,
+                    name: n,
+                    relation: Relation::SameServer,
+                    def: Some(d),
+                });
+            let first_instance = defs.iter().map(|(n, d)| Neighbour {
+                server: &first,
+                name: n,
+                relation: Relation::EarlierServer,
+                def: Some(d),
+            });
+            let f = check(
+                DefinitionKind::Tool,
+                name,
+                def,
+                siblings.chain(first_instance),
+                policy,
+            );
+            collisions += f
+                .findings
+                .iter()
+                .filter(|f| f.rule == "names.collision")
+                .count();
+            if f.hold || f.hide {
+                held.push(format!("{server}: {name}: {:?}", f.reasons));
+            }
+        }
+    }
+    // Every tool collides with itself on the first instance (namespaced, recorded).
+    assert!(collisions >= 4_800, "{collisions} collisions");
+    assert!(held.is_empty(), "{} held:\n{}", held.len(), held.join("\n"));
+}
