@@ -5,9 +5,12 @@
 //! and strips no parameter one requires. A rule that fires here would hold or
 //! break a real server's tools.
 
+use portcullis_controls::config::{NamesConfig, ParamsConfig, RedirectionConfig};
+use portcullis_controls::metadata::MetadataPolicy;
 use portcullis_controls::names::{copies, copy_of};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 /// Every harvested server (`package@version`) with its tools (name, definition).
 fn real_servers() -> BTreeMap<String, Vec<(String, Value)>> {
@@ -27,6 +30,18 @@ fn real_servers() -> BTreeMap<String, Vec<(String, Value)>> {
             .push((name, v["tool"].clone()));
     }
     servers
+}
+
+/// The metadata controls' default policies (`[names]`, `[params]`,
+/// `[redirection]` as a configuration without them gets them).
+fn default_policy() -> MetadataPolicy<'static> {
+    static CONFIGS: LazyLock<(NamesConfig, ParamsConfig, RedirectionConfig)> =
+        LazyLock::new(Default::default);
+    MetadataPolicy {
+        names: &CONFIGS.0,
+        params: &CONFIGS.1,
+        redirection: &CONFIGS.2,
+    }
 }
 
 #[test]
@@ -60,21 +75,11 @@ fn no_tool_of_a_real_server_copies_a_sibling() {
 /// seen.
 #[test]
 fn the_default_policy_holds_no_tool_of_a_real_server() {
-    use portcullis_controls::config::{NamesConfig, ParamsConfig, RedirectionConfig};
-    use portcullis_controls::metadata::{check, DefinitionKind, MetadataPolicy, Neighbour};
+    use portcullis_controls::metadata::{check, DefinitionKind, Neighbour};
     use portcullis_controls::names::Relation;
 
     let servers = real_servers();
-    let (names, params, redirection) = (
-        NamesConfig::default(),
-        ParamsConfig::default(),
-        RedirectionConfig::default(),
-    );
-    let policy = MetadataPolicy {
-        names: &names,
-        params: &params,
-        redirection: &redirection,
-    };
+    let policy = default_policy();
     let (mut held, mut broken, mut tools) = (Vec::new(), Vec::new(), 0);
     let mut recorded: BTreeMap<String, usize> = BTreeMap::new();
     for (server, defs) in &servers {
@@ -133,21 +138,11 @@ fn the_default_policy_holds_no_tool_of_a_real_server() {
 /// promotion too.
 #[test]
 fn no_tool_of_a_real_server_is_a_promoted_copy_of_another_servers() {
-    use portcullis_controls::config::{NamesConfig, ParamsConfig, RedirectionConfig};
-    use portcullis_controls::metadata::{check, DefinitionKind, MetadataPolicy, Neighbour};
+    use portcullis_controls::metadata::{check, DefinitionKind, Neighbour};
     use portcullis_controls::names::{passes_for, Relation};
 
     let servers = real_servers();
-    let (names, params, redirection) = (
-        NamesConfig::default(),
-        ParamsConfig::default(),
-        RedirectionConfig::default(),
-    );
-    let policy = MetadataPolicy {
-        names: &names,
-        params: &params,
-        redirection: &redirection,
-    };
+    let policy = default_policy();
     let tools: Vec<(&str, &str, &Value)> = servers
         .iter()
         .flat_map(|(s, defs)| defs.iter().map(move |(n, d)| (s.as_str(), n.as_str(), d)))
@@ -208,21 +203,11 @@ fn no_tool_of_a_real_server_is_a_promoted_copy_of_another_servers() {
 /// and look-alikes unless a name the server lists itself is its own.
 #[test]
 fn a_real_server_configured_twice_holds_nothing() {
-    use portcullis_controls::config::{NamesConfig, ParamsConfig, RedirectionConfig};
-    use portcullis_controls::metadata::{check, DefinitionKind, MetadataPolicy, Neighbour};
+    use portcullis_controls::metadata::{check, DefinitionKind, Neighbour};
     use portcullis_controls::names::Relation;
 
     let servers = real_servers();
-    let (names, params, redirection) = (
-        NamesConfig::default(),
-        ParamsConfig::default(),
-        RedirectionConfig::default(),
-    );
-    let policy = MetadataPolicy {
-        names: &names,
-        params: &params,
-        redirection: &redirection,
-    };
+    let policy = default_policy();
     let (mut held, mut collisions) = (Vec::new(), 0);
     for (server, defs) in &servers {
         let first = format!("{server} (first instance)");

@@ -35,6 +35,39 @@ fn portcullis_bin() -> PathBuf {
 
 #[test]
 fn real_servers_behind_the_gateway_hold_nothing_beyond_the_known_and_answer_as_direct() {
+    let table = std::env::var_os("PORTCULLIS_REAL_SERVERS_TABLE");
+    let mut args: Vec<std::ffi::OsString> = Vec::new();
+    if let Some(table) = table {
+        args.extend(["--table".into(), table]);
+    }
+    run_script(
+        "run.py",
+        "portcullis-real-servers",
+        &args,
+        "items held, withheld, blocked or answered differently through the gateway",
+    );
+}
+
+/// The same servers side by side behind ONE gateway (tests/real_servers/together.py):
+/// what a client configuration with several servers meets. Nothing held, nothing
+/// withheld, answers as direct. Until 2026-12-05 this setting held 35 real tools as
+/// shadowing (another server's `search` or `fetch` named in a description) and lost
+/// every resource template to one server without templates; no per-server test saw it.
+#[test]
+fn real_servers_side_by_side_behind_one_gateway_hold_nothing_and_answer_as_direct() {
+    run_script(
+        "together.py",
+        "portcullis-together",
+        &[],
+        "items held, withheld or answered differently through one gateway",
+    );
+}
+
+/// Run `tests/real_servers/SCRIPT` with the portcullis binary, a work directory
+/// (kept on failure) and `args`; `PORTCULLIS_REAL_SERVERS_ONLY=NAME,…` chooses the
+/// servers. Exit 0 passes, 3 is a missing set-up, anything else fails with the
+/// script's report.
+fn run_script(script: &str, work_prefix: &str, args: &[std::ffi::OsString], failure: &str) {
     let py = python();
     let installed = interop_dir().join("real-servers");
     assert!(
@@ -50,31 +83,29 @@ fn real_servers_behind_the_gateway_hold_nothing_beyond_the_known_and_answer_as_d
         "{} not found: run `cargo build -p portcullis` (cargo test --workspace builds it)",
         bin.display()
     );
-    let work = std::env::temp_dir().join(format!("portcullis-real-servers-{}", std::process::id()));
+    let work = std::env::temp_dir().join(format!("{work_prefix}-{}", std::process::id()));
     let mut cmd = Command::new(&py);
-    cmd.arg(repo_root().join("tests/real_servers/run.py"))
+    cmd.arg(repo_root().join("tests/real_servers").join(script))
         .arg("--portcullis")
         .arg(&bin)
         .arg("--work")
-        .arg(&work);
-    if let Some(table) = std::env::var_os("PORTCULLIS_REAL_SERVERS_TABLE") {
-        cmd.arg("--table").arg(table);
-    }
+        .arg(&work)
+        .args(args);
     // A subset while working on one server: PORTCULLIS_REAL_SERVERS_ONLY=git,fetch.
     if let Some(only) = std::env::var_os("PORTCULLIS_REAL_SERVERS_ONLY") {
         cmd.arg("--only").arg(only);
     }
-    let (status, stdout, stderr) = run_bounded(&mut cmd, "tests/real_servers/run.py", LIMIT)
-        .unwrap_or_else(|e| panic!("{e} (killed)"));
+    let what = format!("tests/real_servers/{script}");
+    let (status, stdout, stderr) =
+        run_bounded(&mut cmd, &what, LIMIT).unwrap_or_else(|e| panic!("{e} (killed)"));
     match status.code() {
         Some(0) => {
             println!("{stdout}");
             let _ = std::fs::remove_dir_all(&work);
         }
-        Some(3) => panic!("real servers: set-up missing:\n{stderr}"),
+        Some(3) => panic!("{what}: set-up missing:\n{stderr}"),
         code => panic!(
-            "real servers: items held, withheld, blocked or answered differently through the \
-             gateway (exit {code:?}; work files kept in {}):\n{stdout}\n--- stderr ---\n{}",
+            "{what}: {failure} (exit {code:?}; work files kept in {}):\n{stdout}\n--- stderr ---\n{}",
             work.display(),
             tail(&stderr, 4000)
         ),
@@ -87,50 +118,4 @@ fn tail(s: &str, n: usize) -> &str {
         start += 1;
     }
     &s[start..]
-}
-
-/// The same servers side by side behind ONE gateway (tests/real_servers/together.py):
-/// what a client configuration with several servers meets. Nothing held, nothing
-/// withheld, answers as direct. Until 2026-12-05 this setting held 60 real tools as
-/// shadowing (another server's `search` or `fetch` named in a description) and lost
-/// every resource template to one server without templates; no per-server test saw it.
-#[test]
-fn real_servers_side_by_side_behind_one_gateway_hold_nothing_and_answer_as_direct() {
-    let py = python();
-    assert!(
-        py.is_file() && interop_dir().join("real-servers/node_modules").is_dir(),
-        "the real servers are not installed: run scripts/setup-interop.sh \
-         (make test runs it through scripts/setup.sh)"
-    );
-    let bin = portcullis_bin();
-    assert!(
-        bin.is_file(),
-        "{} not found: run `cargo build -p portcullis`",
-        bin.display()
-    );
-    let work = std::env::temp_dir().join(format!("portcullis-together-{}", std::process::id()));
-    let mut cmd = Command::new(&py);
-    cmd.arg(repo_root().join("tests/real_servers/together.py"))
-        .arg("--portcullis")
-        .arg(&bin)
-        .arg("--work")
-        .arg(&work);
-    if let Some(only) = std::env::var_os("PORTCULLIS_REAL_SERVERS_ONLY") {
-        cmd.arg("--only").arg(only);
-    }
-    let (status, stdout, stderr) = run_bounded(&mut cmd, "tests/real_servers/together.py", LIMIT)
-        .unwrap_or_else(|e| panic!("{e} (killed)"));
-    match status.code() {
-        Some(0) => {
-            println!("{stdout}");
-            let _ = std::fs::remove_dir_all(&work);
-        }
-        Some(3) => panic!("together: set-up missing:\n{stderr}"),
-        code => panic!(
-            "together: items held, withheld or answered differently through one gateway \
-             (exit {code:?}; work files kept in {}):\n{stdout}\n--- stderr ---\n{}",
-            work.display(),
-            tail(&stderr, 4000)
-        ),
-    }
 }
