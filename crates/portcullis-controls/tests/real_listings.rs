@@ -6,7 +6,8 @@
 //! break a real server's tools.
 
 use portcullis_controls::config::{NamesConfig, ParamsConfig, RedirectionConfig};
-use portcullis_controls::metadata::MetadataPolicy;
+use portcullis_controls::metadata::{MetadataPolicy, Neighbour};
+use portcullis_controls::names::Relation;
 use portcullis_controls::names::{copies, copy_of};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -44,6 +45,22 @@ fn default_policy() -> MetadataPolicy<'static> {
     }
 }
 
+/// The other tools of `server` (`defs`) as neighbours of its tool `name`.
+fn siblings<'a>(
+    server: &'a str,
+    defs: &'a [(String, Value)],
+    name: &'a str,
+) -> impl Iterator<Item = Neighbour<'a>> {
+    defs.iter()
+        .filter(move |(n, _)| n != name)
+        .map(move |(n, d)| Neighbour {
+            server,
+            name: n,
+            relation: Relation::SameServer,
+            def: Some(d),
+        })
+}
+
 #[test]
 fn no_tool_of_a_real_server_copies_a_sibling() {
     let servers = real_servers();
@@ -75,8 +92,7 @@ fn no_tool_of_a_real_server_copies_a_sibling() {
 /// seen.
 #[test]
 fn the_default_policy_holds_no_tool_of_a_real_server() {
-    use portcullis_controls::metadata::{check, DefinitionKind, Neighbour};
-    use portcullis_controls::names::Relation;
+    use portcullis_controls::metadata::{check, DefinitionKind};
 
     let servers = real_servers();
     let policy = default_policy();
@@ -85,15 +101,7 @@ fn the_default_policy_holds_no_tool_of_a_real_server() {
     for (server, defs) in &servers {
         for (name, def) in defs {
             tools += 1;
-            let neighbours = defs
-                .iter()
-                .filter(|(n, _)| n != name)
-                .map(|(n, d)| Neighbour {
-                    server,
-                    name: n,
-                    relation: Relation::SameServer,
-                    def: Some(d),
-                });
+            let neighbours = siblings(server, defs, name);
             let f = check(DefinitionKind::Tool, name, def, neighbours, policy);
             if f.hold || f.hide {
                 held.push(format!("{server}: {name}: {:?}", f.reasons));
@@ -138,8 +146,8 @@ fn the_default_policy_holds_no_tool_of_a_real_server() {
 /// promotion too.
 #[test]
 fn no_tool_of_a_real_server_is_a_promoted_copy_of_another_servers() {
-    use portcullis_controls::metadata::{check, DefinitionKind, Neighbour};
-    use portcullis_controls::names::{passes_for, Relation};
+    use portcullis_controls::metadata::{check, DefinitionKind};
+    use portcullis_controls::names::passes_for;
 
     let servers = real_servers();
     let policy = default_policy();
@@ -203,8 +211,7 @@ fn no_tool_of_a_real_server_is_a_promoted_copy_of_another_servers() {
 /// and look-alikes unless a name the server lists itself is its own.
 #[test]
 fn a_real_server_configured_twice_holds_nothing() {
-    use portcullis_controls::metadata::{check, DefinitionKind, Neighbour};
-    use portcullis_controls::names::Relation;
+    use portcullis_controls::metadata::{check, DefinitionKind};
 
     let servers = real_servers();
     let policy = default_policy();
@@ -212,15 +219,7 @@ fn a_real_server_configured_twice_holds_nothing() {
     for (server, defs) in &servers {
         let first = format!("{server} (first instance)");
         for (name, def) in defs {
-            let siblings = defs
-                .iter()
-                .filter(|(n, _)| n != name)
-                .map(|(n, d)| Neighbour {
-                    server,
-                    name: n,
-                    relation: Relation::SameServer,
-                    def: Some(d),
-                });
+            let siblings = siblings(server, defs, name);
             let first_instance = defs.iter().map(|(n, d)| Neighbour {
                 server: &first,
                 name: n,
