@@ -397,9 +397,10 @@ impl Mentions {
     /// a word of prose: it has a separator or an inner capital (`send_email`,
     /// `fetch-page`, `notes.search`, `readNote`). Another server's `search`,
     /// `query`, `date` or `fetch` is a word every description may use (31 real
-    /// servers behind one gateway: 60 of their tools were held as shadowing by
-    /// such words and by the word forms of `current_time` or `merge_cells`); a
-    /// digit alone does not make one either (`base64`, `sha256`).
+    /// servers behind one gateway: 35 of their tools were held as shadowing by
+    /// such words and by the word forms of `current_time` or `merge_cells`, 60
+    /// once later servers' names counted at the first listing too); a digit
+    /// alone does not make one either (`base64`, `sha256`).
     pub fn of_identifier(&self, other: &str) -> bool {
         let separated = other.contains(['_', '-']) || other.trim_matches('.').contains('.');
         let inner_capital = other.chars().skip(1).any(char::is_uppercase);
