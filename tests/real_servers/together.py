@@ -22,6 +22,7 @@ It reports, and fails (exit 1) on:
     .interop/venv/bin/python tests/real_servers/together.py            # every server
     .interop/venv/bin/python tests/real_servers/together.py --only git,fetch,filesystem
     .interop/venv/bin/python tests/real_servers/together.py --twice filesystem,git   # two instances
+    .interop/venv/bin/python tests/real_servers/together.py --all-twice --listing-only
 
 Exit 3 when the pieces are not installed (scripts/setup-interop.sh).
 """
@@ -84,7 +85,7 @@ def gateway_step(name: str, step: tuple) -> tuple:
     return step
 
 
-def run_together(chosen: list[S.Server], portcullis: Path, work: Path, web: str) -> dict:
+def run_together(chosen: list[S.Server], portcullis: Path, work: Path, web: str, listing_only: bool = False) -> dict:
     p = R.paths()
     entries, directs = [], {}
     for server in chosen:
@@ -93,7 +94,7 @@ def run_together(chosen: list[S.Server], portcullis: Path, work: Path, web: str)
         ctx = {k: str(v) for k, v in p.items()}
         ctx.update({"data": str(base / "data"), "web": web})
         command = R.subst(server.command, ctx)
-        steps = R.subst(server.steps, ctx)
+        steps = [] if listing_only else R.subst(server.steps, ctx)
         data, home = R.reset(server, base)
         env = R.server_env(server, ctx, home)
         cwd = str(data) if server.cwd_data else str(base)
@@ -166,6 +167,9 @@ def main() -> int:
     ap.add_argument("--only", default="", help="servers, comma-separated (default: every server of servers.py)")
     ap.add_argument("--twice", default="", help="servers configured a second time (as NAME-2, with data of "
                     "its own), as a user with two roots or two accounts does")
+    ap.add_argument("--all-twice", action="store_true", help="every chosen server a second time (see --twice)")
+    ap.add_argument("--listing-only", action="store_true",
+                    help="compare the listings only (no steps): what the name rules decide")
     ap.add_argument("--config", type=Path, help="the gateway's detector configuration (proxy --detector)")
     ap.add_argument("--work", type=Path, help="keep the transcripts, logs and audit log here")
     ap.add_argument("--json", type=Path, help="write the report as JSON")
@@ -173,7 +177,7 @@ def main() -> int:
     if ns.config:
         R.GATEWAY_ARGS.extend(["--detector", str(ns.config.resolve())])
     chosen = [s for s in S.SERVERS if not ns.only or s.name in ns.only.split(",")]
-    twice = [t for t in ns.twice.split(",") if t]
+    twice = [s.name for s in chosen] if ns.all_twice else [t for t in ns.twice.split(",") if t]
     unknown = [t for t in twice if t not in {s.name for s in chosen}]
     if unknown:
         print(f"together: --twice {','.join(unknown)}: not among the chosen servers", file=sys.stderr)
@@ -192,7 +196,7 @@ def main() -> int:
     web, url = R.start_web(work / "_web")
     t0 = time.monotonic()
     try:
-        res = run_together(chosen, ns.portcullis.resolve(), work, url)
+        res = run_together(chosen, ns.portcullis.resolve(), work, url, ns.listing_only)
     finally:
         web.shutdown()
     res["seconds"] = round(time.monotonic() - t0, 1)

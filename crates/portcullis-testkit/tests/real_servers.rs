@@ -63,6 +63,20 @@ fn real_servers_side_by_side_behind_one_gateway_hold_nothing_and_answer_as_direc
     );
 }
 
+/// Every one of those servers configured twice behind one gateway (two roots, two
+/// accounts), listings only (`together.py --all-twice --listing-only`): nothing held
+/// or withheld. Before a name the server lists itself counted as its own, 50 of the
+/// second instances' tools were held as look-alikes or shadowing of the first's.
+#[test]
+fn real_servers_configured_twice_behind_one_gateway_list_everything() {
+    run_script(
+        "together.py",
+        "portcullis-twice",
+        &["--all-twice".into(), "--listing-only".into()],
+        "items held or withheld with every server configured twice",
+    );
+}
+
 /// Run `tests/real_servers/SCRIPT` with the portcullis binary, a work directory
 /// (kept on failure) and `args`; `PORTCULLIS_REAL_SERVERS_ONLY=NAME,…` chooses the
 /// servers. Exit 0 passes, 3 is a missing set-up, anything else fails with the
