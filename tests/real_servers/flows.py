@@ -102,10 +102,6 @@ async def run_flow(portcullis: Path, work: Path, web: str, name: str, used: list
         if n == "sqlite":
             command = [c.replace(str(data) + "/survey.db", str(data / "survey.db")) for c in command]
         entries.append({"name": n, "command": command, "env": R.server_env(s, ctx, home), "cwd": str(data)})
-    if any(n == "memory" for n in used):
-        for e in entries:
-            if e["name"] == "memory":
-                e["env"]["MEMORY_FILE_PATH"] = str(data / "memory.jsonl")
     import together as T
     audit, state = base / "audit.jsonl", base / "state.sqlite"
     cfg = base / "gateway.toml"

@@ -104,7 +104,7 @@ def run_together(chosen: list[S.Server], portcullis: Path, work: Path, web: str,
                         "steps": steps, "norm": R.normalizer(server, ctx), "base": base, "server": server})
     # Every server's data rebuilt from scratch, as the direct runs found it.
     for e in entries:
-        data, home = R.reset(e["server"], e["base"])
+        R.reset(e["server"], e["base"])
     gw = work / "gateway"
     gw.mkdir(parents=True, exist_ok=True)
     audit, state = gw / "audit.jsonl", gw / "state.sqlite"

@@ -13,6 +13,7 @@ use crate::config::{NameAction, NamesConfig, ParamAction, ParamsConfig, Redirect
 use crate::finding::finding;
 use crate::names::Relation;
 use crate::params::OverPrivileged;
+use crate::redirect::Hit;
 use portcullis_core::{Action, Channel, Finding, Severity, Span, Status};
 use serde_json::Value;
 
@@ -98,16 +99,23 @@ pub fn check<'a>(
     policy: MetadataPolicy<'_>,
 ) -> MetadataFindings {
     let mut out = MetadataFindings::default();
-    if kind == DefinitionKind::Tool {
-        if policy.names.enabled {
-            names(&mut out, name, raw, neighbours, policy.names);
-        }
-        if policy.params.enabled {
-            params(&mut out, raw, policy.params);
-        }
+    let names_checked = kind == DefinitionKind::Tool && policy.names.enabled;
+    // The promotional phrases, found once: the PM finding and the promoted-copy
+    // check both need them.
+    let promotion = if policy.redirection.enabled || names_checked {
+        crate::redirect::preference(raw)
+    } else {
+        Vec::new()
+    };
+    if names_checked {
+        let promotes = !promotion.is_empty();
+        names(&mut out, name, raw, promotes, neighbours, policy.names);
+    }
+    if kind == DefinitionKind::Tool && policy.params.enabled {
+        params(&mut out, raw, policy.params);
     }
     if policy.redirection.enabled {
-        preference(&mut out, raw, policy.redirection);
+        preference(&mut out, promotion, policy.redirection);
     }
     out
 }
@@ -116,6 +124,7 @@ fn names<'a>(
     out: &mut MetadataFindings,
     name: &str,
     raw: &Value,
+    promotes: bool,
     neighbours: impl IntoIterator<Item = Neighbour<'a>>,
     names: &NamesConfig,
 ) {
@@ -127,9 +136,6 @@ fn names<'a>(
         neighbours.iter().map(|n| (n.server, n.name, n.relation)),
         names.max_edit_distance,
     );
-    // Whether this definition promotes itself, computed once and only when a
-    // tool of another server is there to compare with.
-    let mut promotes: Option<bool> = None;
     for n in &neighbours {
         let Some(d) = n.def else { continue };
         let copy = if n.relation == Relation::SameServer {
@@ -138,8 +144,8 @@ fn names<'a>(
             // A copy of another server's tool that recommends itself over it
             // (preference manipulation across servers); the other must not
             // promote itself too (then neither is the copy of the other).
-            let promoted = crate::names::passes_for(raw, d)
-                && *promotes.get_or_insert_with(|| !crate::redirect::preference(raw).is_empty())
+            let promoted = promotes
+                && crate::names::passes_for(raw, d)
                 && crate::redirect::preference(d).is_empty();
             promoted.then_some("names.promoted_copy")
         };
@@ -257,8 +263,8 @@ fn params(out: &mut MetadataFindings, raw: &Value, params: &ParamsConfig) {
     }
 }
 
-fn preference(out: &mut MetadataFindings, raw: &Value, red: &RedirectionConfig) {
-    for h in crate::redirect::preference(raw) {
+fn preference(out: &mut MetadataFindings, hits: Vec<Hit>, red: &RedirectionConfig) {
+    for h in hits {
         let mut f = finding(
             "pm.self_promotion",
             "preference_manipulation",
