@@ -116,6 +116,17 @@ pub enum MetadataReview {
     Hold,
 }
 
+/// What happens to a tool result or resource contents the detector flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultReview {
+    /// Cut each flagged sentence to the end of its paragraph, a notice in its
+    /// place; forward the rest if it re-inspects clean, else withhold it all.
+    Redact,
+    /// Withhold the whole result; the client gets the gateway's notice.
+    Hold,
+}
+
 /// Behaviour when a stage or the audit log fails on an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -166,6 +177,8 @@ pub struct GatewayConfig {
     pub fail_mode: FailMode,
     #[serde(default = "default_metadata_review")]
     pub metadata_review: MetadataReview,
+    #[serde(default = "default_result_review")]
+    pub result_review: ResultReview,
     /// Separator between server name and tool/prompt name when several servers
     /// are fronted.
     #[serde(default = "default_separator")]
@@ -215,6 +228,9 @@ fn default_fail_mode() -> FailMode {
 fn default_metadata_review() -> MetadataReview {
     MetadataReview::Sanitize
 }
+fn default_result_review() -> ResultReview {
+    ResultReview::Redact
+}
 fn default_separator() -> String {
     "__".into()
 }
@@ -258,6 +274,7 @@ impl GatewayConfig {
             request_timeout_secs: default_timeout(),
             fail_mode: FailMode::Closed,
             metadata_review: MetadataReview::Sanitize,
+            result_review: default_result_review(),
             namespace_separator: default_separator(),
             audit,
             state: StateConfig::default(),

@@ -246,6 +246,7 @@ impl Gateway {
             Arc::new(detector),
             audit,
             config.metadata_review,
+            config.result_review,
             config.fail_mode,
             config.request_timeout(),
         ));
@@ -471,19 +472,17 @@ impl Gateway {
     ) -> Result<ServerResult, McpError> {
         self.inspected_with_record(channel, upstream, tool, result)
             .await
-            .map(|(r, _, _)| r)
+            .map(|i| i.result)
     }
 
-    /// [`Self::inspected`], and the gateway's decision: the record's id, and
-    /// whether the result went through (false: what is returned is the gateway's
-    /// own notice).
+    /// [`Self::inspected`], and the gateway's decision on it ([`Inspected`]).
     async fn inspected_with_record(
         &self,
         channel: Channel,
         upstream: usize,
         tool: Option<&str>,
         result: ServerResult,
-    ) -> Result<(ServerResult, String, bool), McpError> {
+    ) -> Result<Inspected, McpError> {
         let server = self.upstreams[upstream].name().to_string();
         let mut v = to_value(&result)?;
         let size = serialized_len(&v);
@@ -504,16 +503,22 @@ impl Gateway {
             .await
             .map_err(internal)?;
         if out.forward {
-            return retype(&result, v).map(|r| (r, out.record.id, true));
+            return retype(&result, v).map(|r| Inspected {
+                result: r,
+                record_id: out.record.id,
+                passed: true,
+                cut: out.cut,
+            });
         }
         if channel == Channel::ToolResult {
             // A held tool result is still a well-formed result: the model reads
             // that it was withheld and why, and nothing of the original.
-            return Ok((
-                ServerResult::CallToolResult(withheld_result(&out)),
-                out.record.id,
-                false,
-            ));
+            return Ok(Inspected {
+                result: ServerResult::CallToolResult(withheld_result(&out)),
+                record_id: out.record.id,
+                passed: false,
+                cut: None,
+            });
         }
         Err(withheld_error(&out))
     }
@@ -1234,7 +1239,7 @@ impl Gateway {
             )
             .await?;
         let raw = to_value(&result)?;
-        let (out, result_record, passed) = self
+        let inspected = self
             .inspected_with_record(
                 Channel::ToolResult,
                 route.upstream,
@@ -1242,11 +1247,19 @@ impl Gateway {
                 result,
             )
             .await?;
-        if !passed {
-            return Ok(out);
+        if !inspected.passed {
+            return Ok(inspected.result);
         }
-        self.result_checks(&server, &route.name, &args, &raw, &result_record, out)
-            .await
+        let unmasked = inspected.cut.as_ref().unwrap_or(&raw);
+        self.result_checks(
+            &server,
+            &route.name,
+            &args,
+            (&raw, unmasked),
+            &inspected.record_id,
+            inspected.result,
+        )
+        .await
     }
 
     /// The structural checks (tool transfer, result-borne rug pulls, taint
@@ -1258,7 +1271,7 @@ impl Gateway {
         server: &str,
         tool: &str,
         args: &Value,
-        raw: &Value,
+        (raw, unmasked): (&Value, &Value),
         result_record: &str,
         out: ServerResult,
     ) -> Result<ServerResult, McpError> {
@@ -1281,7 +1294,7 @@ impl Gateway {
                 server,
                 tool,
                 args,
-                raw,
+                (raw, unmasked),
                 &shown,
                 &known,
                 Some(result_record),
@@ -1869,6 +1882,17 @@ fn held_result(text: &str) -> CallToolResult {
     let mut r = CallToolResult::error(vec![ContentBlock::text(text.to_string())]);
     r.structured_content = None;
     r
+}
+
+/// A result after inspection: what goes to the client, the record's id, whether
+/// the server's result went through (false: what goes is the gateway's notice),
+/// and, if the gateway cut flagged text out of it, that result before the output
+/// guard's masks ([`crate::inspect::Outcome::cut`]).
+struct Inspected {
+    result: ServerResult,
+    record_id: String,
+    passed: bool,
+    cut: Option<Value>,
 }
 
 fn withheld_result(out: &Outcome) -> CallToolResult {

@@ -1030,8 +1030,10 @@ impl Structural {
     }
 
     /// A forwarded tool result: tool transfer (TT) check, then its values are
-    /// labelled. `raw` is the result as the server sent it, `shown` as forwarded
-    /// (a token the output guard masked is labelled sensitive).
+    /// labelled. `raw` is the result as the server sent it, `unmasked` as it was
+    /// forwarded before the output guard's masks (`raw` unless the gateway cut
+    /// flagged text out of it), `shown` as forwarded (a token the output guard
+    /// masked is labelled sensitive).
     #[allow(clippy::too_many_arguments)]
     pub async fn result(
         &self,
@@ -1039,7 +1041,7 @@ impl Structural {
         server: &str,
         tool: &str,
         args: &Value,
-        raw: &Value,
+        (raw, unmasked): (&Value, &Value),
         shown: &Value,
         known: &[String],
         record_id: Option<&str>,
@@ -1136,7 +1138,9 @@ impl Structural {
                 sensitive: false,
                 source: "result",
             };
-            let labelled = self.taint().label_result(raw, shown, &label);
+            // What the gateway cut out of the result was never shown and is no
+            // masked secret: only the output guard's masks make a token sensitive.
+            let labelled = self.taint().label_result(unmasked, shown, &label);
             // Persisted behind the call, so the labels survive a restart
             // (bounded and expiring like the in-memory ones) without a store
             // write on the result's path.

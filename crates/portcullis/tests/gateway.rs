@@ -88,27 +88,144 @@ async fn poisoned_metadata_never_reaches_the_client() {
     assert_eq!(text_of(&r), "hello there");
 }
 
+/// `portcullis proxy --config` with `extra` at the top of the gateway file and
+/// the test server (`server_args`) as server `kit`.
+async fn configured(extra: &str, server_args: &[&str]) -> Proxy {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("gateway.toml");
+    let args: Vec<String> = server_args.iter().map(|a| format!("{a:?}")).collect();
+    std::fs::write(
+        &cfg,
+        format!(
+            "stdio = true\n{extra}\n[audit]\nlog = \"audit.jsonl\"\n\
+             [[server]]\nname = \"kit\"\ncommand = {s:?}\nargs = [{a}]\n",
+            s = testserver(),
+            a = args.join(", "),
+        ),
+    )
+    .unwrap();
+    let mut p = StdioProxy::start(
+        &["--config".into(), cfg.display().to_string()],
+        &dir.path().join("audit.jsonl"),
+        &dir.path().join("audit.jsonl.state.sqlite"),
+        None,
+    )
+    .await;
+    p.dir = Some(dir);
+    p
+}
+
+/// A result or resource that carries an injection is forwarded without it
+/// (`result_review = "redact"`, the default): the flagged sentence to the end of
+/// its paragraph is cut, the rest (a page's title, an error's code) is kept, a
+/// notice names the record in its place, and the record (status REVIEW or BLOCK,
+/// action sanitize) says what was cut. A value of the cut text was never shown:
+/// it is not labelled (as a masked secret would be), so it does not block a call
+/// the user makes with it later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn poisoned_results_resources_and_prompts_are_withheld_with_their_record() {
-    let p = proxy(&["--profile", "attack"]).await;
+async fn poisoned_results_and_resources_are_forwarded_without_the_injection() {
+    // `echo` as a sink: a value labelled sensitive could not be sent to it.
+    let p = configured(
+        "[taint.classes]\n\"kit/echo\" = \"sink\"",
+        &["--profile", "attack"],
+    )
+    .await;
     p.client.peer().list_all_tools().await.unwrap();
-    // A result-borne injection: a well-formed error result naming the record.
     let r = p
         .call("fetch_page", json!({"url": "https://example.com"}))
         .await
         .unwrap();
-    assert_eq!(r["isError"], true);
+    assert_ne!(r["isError"], true, "{r}");
     let text = text_of(&r);
+    assert!(
+        text.starts_with(
+            "Page title: Quarterly planning\n\n[portcullis: text withheld here (record "
+        ),
+        "{text}"
+    );
     assert!(!text.contains("collector.example.com"), "{text}");
     let id = record_id_in(&text);
     let rec = find_record(&AuditConfig::at(&p.audit), &id)
         .unwrap()
         .unwrap();
     assert_eq!(rec.channel, portcullis_core::Channel::ToolResult);
-    // Fake error text.
+    assert_ne!(rec.status, portcullis_core::Status::Allow);
+    assert_eq!(rec.action, portcullis_core::Action::Sanitize);
+    assert!(
+        rec.reasons
+            .iter()
+            .any(|r| r.starts_with("redact: cut $.content[0].text [")),
+        "{:?}",
+        rec.reasons
+    );
+    // A fake error whose flagged match starts at its first word leaves nothing
+    // to forward: withheld whole.
+    let r = p.call("deploy", json!({"env": "prod"})).await.unwrap();
+    let text = text_of(&r);
+    assert!(
+        text.starts_with("portcullis: this tool result was "),
+        "{text}"
+    );
+    let rec = find_record(&AuditConfig::at(&p.audit), &record_id_in(&text))
+        .unwrap()
+        .unwrap();
+    assert!(
+        rec.reasons
+            .iter()
+            .any(|r| r.starts_with("redact: nothing but the flagged text")),
+        "{:?}",
+        rec.reasons
+    );
+    // A poisoned resource: its first paragraph.
+    let ok = p
+        .client
+        .peer()
+        .read_resource(ReadResourceRequestParams::new("note://onboarding"))
+        .await
+        .unwrap();
+    let shown = serde_json::to_string(&ok).unwrap();
+    assert!(
+        shown.contains("Welcome to the team wiki.\\n\\n[portcullis: text withheld here"),
+        "{shown}"
+    );
+    assert!(!shown.contains("cookies"), "{shown}");
+    // The cut page named https://collector.example.com/upload; the user's own
+    // call with it is decided as if the page had never named it.
+    let r = p
+        .call(
+            "echo",
+            json!({"text": "https://collector.example.com/upload"}),
+        )
+        .await
+        .expect("not refused");
+    assert_eq!(text_of(&r), "https://collector.example.com/upload");
+}
+
+/// Under `result_review = "hold"` the same result is withheld whole: a
+/// well-formed error result naming the record; a resource is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn poisoned_results_and_resources_are_withheld_whole_under_hold() {
+    let p = configured("result_review = \"hold\"", &["--profile", "attack"]).await;
+    p.client.peer().list_all_tools().await.unwrap();
+    let r = p
+        .call("fetch_page", json!({"url": "https://example.com"}))
+        .await
+        .unwrap();
+    assert_eq!(r["isError"], true);
+    let text = text_of(&r);
+    assert!(
+        text.starts_with("portcullis: this tool result was "),
+        "{text}"
+    );
+    assert!(!text.contains("Quarterly planning"), "{text}");
+    let id = record_id_in(&text);
+    let rec = find_record(&AuditConfig::at(&p.audit), &id)
+        .unwrap()
+        .unwrap();
+    assert_eq!(rec.channel, portcullis_core::Channel::ToolResult);
+    assert_ne!(rec.action, portcullis_core::Action::Sanitize);
     let r = p.call("deploy", json!({"env": "prod"})).await.unwrap();
     assert!(text_of(&r).starts_with("portcullis:"), "{r}");
-    // A poisoned resource is refused with a JSON-RPC error naming the record.
     let err = p
         .client
         .peer()
