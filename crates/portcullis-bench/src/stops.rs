@@ -1,9 +1,10 @@
 //! What stopped each defended trial, read from its trace by the report: the first
 //! refusal of the gateway (the first decision record whose action withheld
-//! something: `hold` or `deny`), named by its channel and its control — the
-//! structural rule that decided (`taint.cross_server`, `tt.redirect`, `pin.changed`,
-//! …) or the detector stage (`rules`, `lexical`, `egress`, …). Nothing here is read
-//! by hand: `portcullis bench run` (or `bench report`) writes these tables.
+//! something: `hold` or `deny`, or `sanitize`, which withheld part of it and is
+//! named `(cut)`), named by its channel and its control — the structural rule
+//! that decided (`taint.cross_server`, `tt.redirect`, `pin.changed`, …) or the
+//! detector stage (`rules`, `lexical`, `egress`, …). Nothing here is read by hand:
+//! `portcullis bench run` (or `bench report`) writes these tables.
 
 use crate::runner::TrialResult;
 use crate::trace::Event;
@@ -24,7 +25,7 @@ pub fn first_refusal(events: &[Event]) -> Option<String> {
 fn withheld(record: &Value) -> bool {
     matches!(
         record.get("action").and_then(Value::as_str),
-        Some("hold" | "deny")
+        Some("hold" | "deny" | "sanitize")
     )
 }
 
@@ -57,7 +58,12 @@ fn control(record: &Value) -> String {
             .map(|(stage, _)| format!("detector {stage}"))
             .unwrap_or_else(|| "detector".into())
     });
-    format!("{channel}: {who}")
+    let cut = if record.get("action").and_then(Value::as_str) == Some("sanitize") {
+        " (cut)"
+    } else {
+        ""
+    };
+    format!("{channel}: {who}{cut}")
 }
 
 /// One row: a key, and how many trials it counts.
@@ -139,7 +145,7 @@ pub fn build(dir: &Path, results: &[TrialResult]) -> Stops {
 pub fn markdown(s: &Stops) -> String {
     let mut out = String::from(
         "\n## What stopped each attack (defended, attack failed; first refusal in the trace)\n\n\
-         `none`: the gateway withheld nothing in that trial (the agent never acted on the attack).\n\n\
+         `none`: the gateway withheld nothing in that trial (the agent never acted on the attack); `(cut)`: it forwarded the item with the flagged text cut out.\n\n\
          | attack type \\| channel: control | trials |\n|---|---|\n",
     );
     for r in &s.attacks_stopped {
@@ -208,6 +214,15 @@ mod tests {
             first_refusal(&[masked]),
             None,
             "a masked result was forwarded"
+        );
+        let redacted = gw(
+            json!({"channel": "tool_result", "status": "BLOCK", "action": "sanitize",
+                   "stages": [], "reasons": ["rules: io.ignore_previous [critical]"]}),
+        );
+        assert_eq!(
+            first_refusal(&[redacted]).as_deref(),
+            Some("tool_result: detector rules (cut)"),
+            "a redacted result had part of it withheld"
         );
     }
 }
