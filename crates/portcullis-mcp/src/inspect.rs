@@ -536,8 +536,10 @@ impl Inspector {
         quotes: &[String],
         record: &mut DecisionRecord,
     ) -> Option<(Value, Value)> {
-        let notice = format!("[portcullis: text withheld here (record {})]", record.id);
-        let cut = Cut::Paragraph(&notice);
+        // Inspected with a notice that is the same in every decision (a record id
+        // is random, and would move a learned score); the record is named after.
+        let notice = PLAIN_NOTICE;
+        let cut = Cut::Paragraph(notice);
         // Blocks to add, one a round, if what is left is still flagged: the
         // blocks a learned stage scores highest when no finding says where.
         let (mut ranges, mut spare) = match flagged_ranges(&original, record, cut) {
@@ -582,7 +584,7 @@ impl Inspector {
                     .push("redact: a flagged range is not in its string; withheld".into());
                 return None;
             };
-            if !has_text(&candidate, &notice) {
+            if !has_text(&candidate, notice) {
                 record
                     .reasons
                     .push("redact: nothing but the flagged text would be left; withheld".into());
@@ -593,6 +595,12 @@ impl Inspector {
                 .inspect_in_place(channel, server, tool, &mut candidate, quotes)
                 .await;
             if forwards(&again) && again.status == Status::Allow {
+                let named = format!("[portcullis: text withheld here (record {})]", record.id);
+                let paths: Vec<&String> = ranges.keys().collect();
+                let (candidate, unmasked) = (
+                    name_notices(candidate, &paths, &named),
+                    name_notices(unmasked, &paths, &named),
+                );
                 break ((candidate, unmasked), removed, again);
             }
             match spare.pop() {
@@ -981,6 +989,22 @@ pub enum Cut<'a> {
 /// server's own words.
 fn redactable(channel: Channel) -> bool {
     matches!(channel, Channel::ToolResult | Channel::Resource)
+}
+
+/// The notice a cut is inspected with; [`name_notices`] names the record in it.
+const PLAIN_NOTICE: &str = "[portcullis: text withheld here]";
+
+/// `value` with the [`PLAIN_NOTICE`]s of the strings at `paths` (those cut)
+/// replaced by `named`.
+fn name_notices(mut value: Value, paths: &[&String], named: &str) -> Value {
+    for path in paths {
+        if let Some(slot) = resolve_mut(&mut value, path) {
+            if let Some(text) = slot.as_str() {
+                *slot = Value::String(text.replace(PLAIN_NOTICE, named));
+            }
+        }
+    }
+    value
 }
 
 /// Whether a redacted value still has text besides the notices.
@@ -1712,14 +1736,17 @@ mod tests {
         );
         assert_ne!(out.record.status, Status::Allow, "{:?}", out.record.reasons);
         assert!(out.forward, "{:?}", out.record.reasons);
+        // The line flagged alone is cut; the other, which scores under the
+        // review threshold beside the carrier, is left to the second inspection
+        // of the whole, as it would be if it came alone.
         let notice = format!(
             "[portcullis: text withheld here (record {})]",
             out.record.id
         );
-        assert_eq!(
-            text_of(&v),
-            format!("Order 1042 shipped on Monday.\n{notice}\n{notice}\nTracking: ZX-88412.")
-        );
+        let got = text_of(&v);
+        assert!(got.starts_with("Order 1042 shipped on Monday.\n"), "{got}");
+        assert!(got.ends_with("\nTracking: ZX-88412."), "{got}");
+        assert!(got.contains(&notice) && !got.contains(line), "{got}");
         assert!(
             out.record
                 .reasons
