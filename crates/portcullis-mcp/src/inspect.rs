@@ -552,20 +552,27 @@ impl Inspector {
                 return None;
             }
             Located::Whole => match self.localize(channel, &original).await {
-                Ok(mut blocks) if !blocks.is_empty() => {
-                    let flagged = blocks.iter().filter(|b| b.flagged).count().max(1);
+                Ok(Some(mut blocks)) if !blocks.is_empty() => {
+                    let alone = blocks.iter().filter(|b| b.flagged).count();
                     record.reasons.push(format!(
-                        "redact: no finding points at the flagged text; {} of its blocks are flagged alone",
-                        blocks.iter().filter(|b| b.flagged).count()
+                        "redact: no finding points at the flagged text; {alone} of its blocks \
+                         (paragraphs, or lines) are flagged alone, cut first, then the \
+                         highest-scoring one a round while the rest is flagged"
                     ));
-                    let rest = blocks.split_off(flagged);
+                    let rest = blocks.split_off(alone.max(1));
                     (Block::ranges(&blocks), rest)
                 }
-                Ok(_) => {
+                Ok(Some(_)) => {
                     record.reasons.push(
                         "redact: no finding points at the flagged text and no paragraph or line of it scores as an instruction alone; withheld"
                             .into(),
                     );
+                    return None;
+                }
+                Ok(None) => {
+                    record.reasons.push(format!(
+                        "redact: no finding points at the flagged text and it has more than {MAX_BLOCKS} paragraphs or lines to inspect alone; withheld"
+                    ));
                     return None;
                 }
                 Err(e) => {
@@ -637,7 +644,11 @@ impl Inspector {
     }
 
     /// [`localized`] off the runtime's workers, under the inspection timeout.
-    async fn localize(&self, channel: Channel, value: &Value) -> Result<Vec<Block>, String> {
+    async fn localize(
+        &self,
+        channel: Channel,
+        value: &Value,
+    ) -> Result<Option<Vec<Block>>, String> {
         let detector = self.detector.clone();
         let value = value.clone();
         let meta = self.meta();
@@ -983,10 +994,11 @@ pub enum Cut<'a> {
     Paragraph(&'a str),
 }
 
-/// Whether a result or resource the detector flags may be redacted rather
-/// than withheld: data a task needs (an email, a page, a file) that carries an
-/// instruction. Not a prompt, a server's request or an error: those are the
-/// server's own words.
+/// Whether a message the detector flags may be redacted rather than withheld:
+/// data a task needs (an email, a page, a file) that carries an instruction — a
+/// tool result, a resource's contents, and what the gateway reads on the same
+/// channel (an upstream's error, a notification). Not a prompt or a server's
+/// sampling or elicitation request: those are the server's own words.
 fn redactable(channel: Channel) -> bool {
     matches!(channel, Channel::ToolResult | Channel::Resource)
 }
@@ -1164,14 +1176,14 @@ impl Block {
 /// no finding to point at) the flag is: each string's blocks — its paragraphs
 /// (between blank lines), or its lines when it is one paragraph — inspected
 /// alone on `channel`. The blocks with some evidence (a fused score of at least
-/// half the review threshold), those flagged alone first, then by score. Empty
-/// when no block has any, or the message has more than [`MAX_BLOCKS`].
+/// half the review threshold), those flagged alone first, then by score; empty
+/// when no block has any. `None` when the message has more than [`MAX_BLOCKS`].
 fn localized(
     detector: &Detector,
     channel: Channel,
     value: &Value,
     meta: &RecordMeta,
-) -> Vec<Block> {
+) -> Option<Vec<Block>> {
     let extracted = extract::value_items(channel, value, None, None, true, binary_rule(channel));
     let mut pieces = Vec::new();
     for item in extracted.items.iter().filter(|i| !i.is_key) {
@@ -1183,7 +1195,7 @@ fn localized(
         }
     }
     if pieces.len() > MAX_BLOCKS {
-        return Vec::new();
+        return None;
     }
     let mut out: Vec<Block> = pieces
         .into_iter()
@@ -1199,7 +1211,7 @@ fn localized(
         })
         .collect();
     out.sort_by(|a, b| b.flagged.cmp(&a.flagged).then(b.score.total_cmp(&a.score)));
-    out
+    Some(out)
 }
 
 /// The blocks of a text [`localized`] inspects: its paragraphs, or its lines if
@@ -1751,7 +1763,7 @@ mod tests {
             out.record
                 .reasons
                 .iter()
-                .any(|r| r.contains("of its blocks are flagged alone")),
+                .any(|r| r.contains("are flagged alone, cut first")),
             "{:?}",
             out.record.reasons
         );
