@@ -88,29 +88,10 @@ async fn poisoned_metadata_never_reaches_the_client() {
     assert_eq!(text_of(&r), "hello there");
 }
 
-/// `portcullis proxy --config` with `extra` at the top of the gateway file and
-/// the test server (`server_args`) as server `kit`.
-async fn configured(extra: &str, server_args: &[&str]) -> Proxy {
+/// [`support::configured`] in a directory the proxy keeps.
+async fn configured_here(extra: &str, server_args: &[&str]) -> Proxy {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("gateway.toml");
-    let args: Vec<String> = server_args.iter().map(|a| format!("{a:?}")).collect();
-    std::fs::write(
-        &cfg,
-        format!(
-            "stdio = true\n{extra}\n[audit]\nlog = \"audit.jsonl\"\n\
-             [[server]]\nname = \"kit\"\ncommand = {s:?}\nargs = [{a}]\n",
-            s = testserver(),
-            a = args.join(", "),
-        ),
-    )
-    .unwrap();
-    let mut p = StdioProxy::start(
-        &["--config".into(), cfg.display().to_string()],
-        &dir.path().join("audit.jsonl"),
-        &dir.path().join("audit.jsonl.state.sqlite"),
-        None,
-    )
-    .await;
+    let mut p = support::configured(dir.path(), server_args, extra, None).await;
     p.dir = Some(dir);
     p
 }
@@ -125,7 +106,7 @@ async fn configured(extra: &str, server_args: &[&str]) -> Proxy {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn poisoned_results_and_resources_are_forwarded_without_the_injection() {
     // `echo` as a sink: a value labelled sensitive could not be sent to it.
-    let p = configured(
+    let p = configured_here(
         "[taint.classes]\n\"kit/echo\" = \"sink\"",
         &["--profile", "attack"],
     )
@@ -205,7 +186,7 @@ async fn poisoned_results_and_resources_are_forwarded_without_the_injection() {
 /// well-formed error result naming the record; a resource is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn poisoned_results_and_resources_are_withheld_whole_under_hold() {
-    let p = configured("result_review = \"hold\"", &["--profile", "attack"]).await;
+    let p = configured_here("result_review = \"hold\"", &["--profile", "attack"]).await;
     p.client.peer().list_all_tools().await.unwrap();
     let r = p
         .call("fetch_page", json!({"url": "https://example.com"}))

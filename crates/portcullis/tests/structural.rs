@@ -9,7 +9,7 @@ use rmcp::model::{ErrorData as McpError, ReadResourceRequestParams};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
-use support::{pending, records, review, testserver, text_of, StdioProxy};
+use support::{configured, pending, quoted, records, review, testserver, text_of, StdioProxy};
 
 type Proxy = StdioProxy;
 
@@ -20,53 +20,10 @@ async fn single(dir: &Path, server_args: &[&str]) -> Proxy {
     StdioProxy::with_audit_in(dir, &args).await
 }
 
-/// One test server (`kit`, not namespaced) behind a gateway configured by
-/// `extra` (TOML keys and tables); `detector`, if given, is the detector
-/// configuration. State beside the audit log.
-async fn configured(
-    dir: &Path,
-    server_args: &[&str],
-    extra: &str,
-    detector: Option<&str>,
-) -> Proxy {
-    let cfg = dir.join("gateway.toml");
-    let det = match detector {
-        Some(text) => {
-            std::fs::write(dir.join("detector.toml"), text).unwrap();
-            "detector = \"detector.toml\"\n"
-        }
-        None => "",
-    };
-    std::fs::write(
-        &cfg,
-        format!(
-            "stdio = true\n{det}{extra}\n[audit]\nlog = \"audit.jsonl\"\n\
-             [[server]]\nname = \"kit\"\ncommand = {s:?}\nargs = [{a}]\n",
-            s = testserver(),
-            a = quoted(server_args),
-        ),
-    )
-    .unwrap();
-    StdioProxy::start(
-        &["--config".into(), cfg.display().to_string()],
-        &dir.join("audit.jsonl"),
-        &dir.join("audit.jsonl.state.sqlite"),
-        None,
-    )
-    .await
-}
-
 /// One test server behind a gateway that withholds a changed definition
 /// (`pins.on_change = "withhold"`) instead of keeping the pinned one.
 async fn withholding(dir: &Path, server_args: &[&str]) -> Proxy {
     configured(dir, server_args, "[pins]\non_change = \"withhold\"", None).await
-}
-
-fn quoted(a: &[&str]) -> String {
-    a.iter()
-        .map(|s| format!("{s:?}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Two test servers (`alpha`, `beta`) behind one gateway configured by `extra`.

@@ -439,3 +439,47 @@ pub async fn http_client(
     .await
     .expect("initialize over Streamable HTTP")
 }
+
+/// One test server (`kit`, not namespaced) behind a gateway configured by
+/// `extra` (TOML keys and tables); `detector`, if given, is the detector
+/// configuration. State beside the audit log.
+pub async fn configured(
+    dir: &Path,
+    server_args: &[&str],
+    extra: &str,
+    detector: Option<&str>,
+) -> StdioProxy {
+    let cfg = dir.join("gateway.toml");
+    let det = match detector {
+        Some(text) => {
+            std::fs::write(dir.join("detector.toml"), text).unwrap();
+            "detector = \"detector.toml\"\n"
+        }
+        None => "",
+    };
+    std::fs::write(
+        &cfg,
+        format!(
+            "stdio = true\n{det}{extra}\n[audit]\nlog = \"audit.jsonl\"\n\
+             [[server]]\nname = \"kit\"\ncommand = {s:?}\nargs = [{a}]\n",
+            s = testserver(),
+            a = quoted(server_args),
+        ),
+    )
+    .unwrap();
+    StdioProxy::start(
+        &["--config".into(), cfg.display().to_string()],
+        &dir.join("audit.jsonl"),
+        &dir.join("audit.jsonl.state.sqlite"),
+        None,
+    )
+    .await
+}
+
+/// Arguments as TOML strings, comma-separated.
+pub fn quoted(a: &[&str]) -> String {
+    a.iter()
+        .map(|s| format!("{s:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
