@@ -50,7 +50,8 @@ def items(work):
 def run(binary, mode, its):
     stdin = "".join(json.dumps({"id": i["id"], "text": i["text"]}) + "\n" for i in its)
     res = subprocess.run([binary, mode], input=stdin, capture_output=True, text=True, check=True)
-    return {r["id"]: r for r in map(json.loads, res.stdout.splitlines())}
+    # Lines end at "\n" only: a JSON string may hold U+2028, which splitlines() splits at.
+    return {r["id"]: r for r in map(json.loads, filter(None, res.stdout.split("\n")))}
 
 
 def sentences(text):

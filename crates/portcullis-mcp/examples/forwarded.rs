@@ -8,8 +8,9 @@
 //! ```
 //!
 //! In: one `{"id", "text"}` per line (a tool result's one text block). Out: one
-//! `{"id", "status", "action", "forward", "text"}` per line, `text` being what the
-//! client gets (the result's text, redacted or not, or the gateway's notice).
+//! `{"id", "status", "action", "forward", "text", "redact"}` per line, `text` being
+//! what the client gets (the result's text, redacted or not, or the gateway's
+//! notice), `redact` the record's reasons about the redaction (not its cuts).
 
 use anyhow::{bail, Context};
 use portcullis_core::Channel;
@@ -65,8 +66,15 @@ async fn main() -> anyhow::Result<()> {
         } else {
             o.withheld_message()
         };
+        let why: Vec<&String> = o
+            .record
+            .reasons
+            .iter()
+            .filter(|r| r.starts_with("redact: ") && !r.starts_with("redact: cut "))
+            .collect();
         let row = json!({"id": item["id"], "status": o.record.status.as_str(),
-            "action": o.record.action.as_str(), "forward": o.forward, "text": shown});
+            "action": o.record.action.as_str(), "forward": o.forward, "text": shown,
+            "redact": why});
         writeln!(out, "{row}")?;
     }
     Ok(())

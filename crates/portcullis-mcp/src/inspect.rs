@@ -1185,33 +1185,66 @@ fn localized(
     meta: &RecordMeta,
 ) -> Option<Vec<Block>> {
     let extracted = extract::value_items(channel, value, None, None, true, binary_rule(channel));
-    let mut pieces = Vec::new();
-    for item in extracted.items.iter().filter(|i| !i.is_key) {
-        let Some(path) = item.path.as_deref() else {
-            continue;
-        };
-        for range in text_blocks(&item.text) {
-            pieces.push((path, range, &item.text));
+    let strings: Vec<(&str, &str)> = extracted
+        .items
+        .iter()
+        .filter(|i| !i.is_key)
+        .filter_map(|i| Some((i.path.as_deref()?, i.text.as_str())))
+        .collect();
+    // Paragraphs or lines first; when none of them has any evidence alone (a
+    // long text the lexical model flags in a window of many lines), windows of
+    // lines as long as the model's.
+    for blocks in [text_blocks as fn(&str) -> Vec<(usize, usize)>, text_windows] {
+        let pieces: Vec<(&str, (usize, usize), &str)> = strings
+            .iter()
+            .flat_map(|&(path, text)| blocks(text).into_iter().map(move |r| (path, r, text)))
+            .collect();
+        if pieces.len() > MAX_BLOCKS {
+            return None;
+        }
+        let mut out: Vec<Block> = pieces
+            .into_iter()
+            .filter_map(|(path, (start, end), text)| {
+                let piece = portcullis_core::Item::new(channel, &text[start..end]);
+                let r = detector.inspect(&piece, meta.clone()).record;
+                (r.score >= r.thresholds.review / 2.0).then(|| Block {
+                    path: path.to_string(),
+                    range: (start, end),
+                    score: r.score,
+                    flagged: r.status != Status::Allow,
+                })
+            })
+            .collect();
+        if !out.is_empty() {
+            out.sort_by(|a, b| b.flagged.cmp(&a.flagged).then(b.score.total_cmp(&a.score)));
+            return Some(out);
         }
     }
-    if pieces.len() > MAX_BLOCKS {
-        return None;
+    Some(Vec::new())
+}
+
+/// Runs of whole lines of a text longer than the lexical model's window, each
+/// at most that long (a longer line alone); empty for a shorter text, whose
+/// window is the text. Byte ranges without the last line break.
+fn text_windows(text: &str) -> Vec<(usize, usize)> {
+    use portcullis_detect::lexical::CHUNK_BYTES;
+    if text.len() <= CHUNK_BYTES {
+        return Vec::new();
     }
-    let mut out: Vec<Block> = pieces
-        .into_iter()
-        .filter_map(|(path, (start, end), text)| {
-            let piece = portcullis_core::Item::new(channel, &text[start..end]);
-            let r = detector.inspect(&piece, meta.clone()).record;
-            (r.score >= r.thresholds.review / 2.0).then(|| Block {
-                path: path.to_string(),
-                range: (start, end),
-                score: r.score,
-                flagged: r.status != Status::Allow,
-            })
-        })
-        .collect();
-    out.sort_by(|a, b| b.flagged.cmp(&a.flagged).then(b.score.total_cmp(&a.score)));
-    Some(out)
+    let mut out = Vec::new();
+    let (mut start, mut at) = (0, 0);
+    for line in text.split_inclusive('\n') {
+        if at > start && at + line.len() - start > CHUNK_BYTES {
+            out.push((start, text[..at].trim_end_matches(['\n', '\r']).len()));
+            start = at;
+        }
+        at += line.len();
+    }
+    if at > start {
+        out.push((start, text.trim_end_matches(['\n', '\r']).len()));
+    }
+    out.retain(|&(s, e)| e > s && !text[s..e].trim().is_empty());
+    out
 }
 
 /// The blocks of a text [`localized`] inspects: its paragraphs, or its lines if
@@ -1785,6 +1818,15 @@ mod tests {
         assert_eq!(text_blocks("a\r\n\nb"), vec![(0, 1), (4, 5)]);
         assert_eq!(text_blocks("one\ntwo\n\n"), vec![(0, 3), (4, 7)]);
         assert_eq!(text_blocks("  \n"), Vec::<(usize, usize)>::new());
+        // Windows: whole lines, each at most the lexical model's window.
+        let long = format!(
+            "{}\n{}\n{}\n",
+            "x".repeat(1500),
+            "y".repeat(1500),
+            "z".repeat(10)
+        );
+        assert_eq!(text_windows(&long), vec![(0, 1500), (1501, 3012)]);
+        assert!(text_windows("short\ntext").is_empty());
     }
 
     /// What a client's model answered a server becomes text that server may quote
