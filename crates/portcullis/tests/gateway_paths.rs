@@ -150,7 +150,7 @@ fn call<'a>(out: &'a DriverOutput, tool: &str) -> &'a Value {
 }
 
 #[test]
-fn an_upstream_json_rpc_error_is_inspected_recorded_and_replaced_by_a_notice() {
+fn an_upstream_json_rpc_error_is_inspected_recorded_and_redacted() {
     require_interop();
     let script = Script::calls(&[("status_check", json!({}))]);
     let server = hostile("rpc_error");
@@ -159,11 +159,13 @@ fn an_upstream_json_rpc_error_is_inspected_recorded_and_replaced_by_a_notice() {
     let err = call(&raw, "status_check")["error"].to_string();
     assert!(err.contains("ignore all previous"), "{err}");
     for (driver, out, records) in through_both(&script, &server) {
+        // The server's error, its code and its first sentence, the injection cut
+        // out (`result_review = "redact"`) and a notice naming the record.
         let c = call(&out, "status_check");
-        assert_eq!(c["error_code"], -32050, "{driver:?}: {c}");
+        assert_eq!(c["error_code"], -32603, "{driver:?}: {c}");
         let err = c["error"].as_str().unwrap_or_default();
         assert!(
-            err.contains("portcullis: this error from the server was"),
+            err.contains("Status service unavailable. [portcullis: text withheld here (record "),
             "{driver:?}: {err}"
         );
         assert_nothing_of_the_attacker(driver, "error", c);
@@ -171,6 +173,7 @@ fn an_upstream_json_rpc_error_is_inspected_recorded_and_replaced_by_a_notice() {
         assert_eq!(r["channel"], "tool_result", "{r}");
         assert_eq!(r["tool"], "status_check", "{r}");
         assert_ne!(r["status"], "ALLOW", "{r}");
+        assert_eq!(r["action"], "sanitize", "{r}");
         let p = paths(r);
         assert!(
             p.iter().any(|p| p.starts_with("$.error.message")),
@@ -244,25 +247,42 @@ fn progress_and_log_notifications_are_inspected_before_they_are_relayed() {
     for (driver, out, records) in through_both(&script, &server) {
         let ns = Value::Array(notifications(&out));
         assert_nothing_of_the_attacker(driver, "notifications", &ns);
-        let all = ns.to_string();
-        for what in ["progress message", "log message"] {
-            let field = if what == "log message" {
-                "$.data.text"
-            } else {
-                "$.message"
-            };
-            let notice = format!("portcullis: this {what} was");
+        // Each arrives with the injection cut out (`result_review = "redact"`): the
+        // progress message keeps its first sentence, the log's text is the notice.
+        for (method, field, pointer, kept) in [
+            (
+                "notifications/progress",
+                "$.message",
+                "/params/message",
+                "Syncing. ",
+            ),
+            (
+                "notifications/message",
+                "$.data.text",
+                "/params/data/text",
+                "",
+            ),
+        ] {
             // Under load an upstream can send its progress before the task that
             // sent the call has registered it; the gateway then dropped the
             // message (Router::sending closes that). Each notice must arrive.
-            let r = match all.find(&notice) {
-                Some(at) => by_id(&records, &record_id_in(&all[at..])),
-                None => panic!("{driver:?}: no {what} notice in {all}\n{}", out.json),
-            };
+            let text = ns
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|n| n["method"] == method)
+                .find_map(|n| n.pointer(pointer).and_then(Value::as_str))
+                .unwrap_or_else(|| panic!("{driver:?}: no {method} in {ns}\n{}", out.json));
+            assert!(
+                text.starts_with(&format!("{kept}[portcullis: text withheld here (record ")),
+                "{driver:?} {method}: {text}"
+            );
+            let r = by_id(&records, &record_id_in(text));
             assert_eq!(r["channel"], "tool_result", "{r}");
             assert_ne!(r["status"], "ALLOW", "{r}");
+            assert_eq!(r["action"], "sanitize", "{r}");
             let p = paths(r);
-            assert!(p.iter().any(|p| p == field), "{driver:?} {what}: {p:?}");
+            assert!(p.iter().any(|p| p == field), "{driver:?} {method}: {p:?}");
         }
         // The call itself is unaffected.
         assert!(
@@ -320,7 +340,7 @@ fn a_log_message_goes_only_to_the_session_whose_call_is_in_flight() {
     assert!(
         b_logs[0]
             .to_string()
-            .contains("portcullis: this log message was"),
+            .contains("[portcullis: text withheld here (record "),
         "{logging:?}: {b_logs:?}"
     );
     assert_eq!(
