@@ -116,12 +116,15 @@ pub enum MetadataReview {
     Hold,
 }
 
-/// What happens to a tool result or resource contents the detector flags.
+/// What happens to a tool result, resource contents, upstream error or
+/// notification the detector flags (REVIEW or BLOCK).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ResultReview {
-    /// Cut each flagged sentence to the end of its paragraph, a notice in its
-    /// place; forward the rest if it re-inspects clean, else withhold it all.
+    /// Cut the flagged text (each flagged sentence to the end of its paragraph;
+    /// without a finding, the paragraphs, lines or windows flagged alone), a
+    /// notice in its place; forward the rest if it re-inspects clean, else
+    /// withhold it all.
     Redact,
     /// Withhold the whole result; the client gets the gateway's notice.
     Hold,
