@@ -439,11 +439,15 @@ impl Inspector {
         quotes: &[String],
     ) -> Result<Outcome, InspectError> {
         let redactable = self.result_review == ResultReview::Redact && redactable(channel);
-        // Spans are offsets into the text as the server sent it, before masking.
-        let original = redactable.then(|| value.clone());
-        let mut record = self
-            .inspect_in_place(channel, server, tool, value, quotes)
+        let (mut record, masks) = self
+            .inspect_value(channel, server, tool, value, quotes)
             .await;
+        // Spans are offsets into the text as the server sent it, before masking;
+        // it is kept only when a redaction may follow: the item is flagged, or a
+        // mask that cannot be applied will hold it.
+        let original =
+            (redactable && (!forwards(&record) || !masks.masks.is_empty())).then(|| value.clone());
+        apply_masks(&mut record, value, masks);
         let mut cut = None;
         if let Some(original) = original.filter(|_| !forwards(&record)) {
             if let Some((redacted, unmasked)) = self
@@ -472,6 +476,22 @@ impl Inspector {
         value: &mut Value,
         quotes: &[String],
     ) -> DecisionRecord {
+        let (mut record, masks) = self
+            .inspect_value(channel, server, tool, value, quotes)
+            .await;
+        apply_masks(&mut record, value, masks);
+        record
+    }
+
+    /// One inspection of a message, its masks not applied yet; not logged.
+    async fn inspect_value(
+        &self,
+        channel: Channel,
+        server: &str,
+        tool: Option<&str>,
+        value: &Value,
+        quotes: &[String],
+    ) -> (DecisionRecord, Masks) {
         // Inbound, the declared binary payloads (Base64 of image/audio blocks and
         // resource blobs) are not text; outbound every string is read, so that
         // nothing leaves unchecked.
@@ -491,33 +511,11 @@ impl Inspector {
                 d.inspect_items(channel, Some(&s), t.as_deref(), &ex2, &whole, meta)
             })
             .await;
-        let mut record = inspection.record;
-        let mut unmasked = Vec::new();
-        for (index, masked) in &inspection.masks {
-            let item = ex.items.get(*index);
-            let slot = item
-                .filter(|i| !i.is_key)
-                .and_then(|i| i.path.as_deref())
-                .and_then(|p| resolve_mut(value, p));
-            match slot {
-                Some(slot) => *slot = Value::String(masked.clone()),
-                None => unmasked.push(
-                    item.and_then(|i| i.path.clone())
-                        .unwrap_or_else(|| format!("item {index}")),
-                ),
-            }
-        }
-        if !unmasked.is_empty() {
-            // A mask that cannot be applied (an object key, a path that does not
-            // resolve) would forward the very text it was meant to hide.
-            record.reasons.push(format!(
-                "mask: {} could not be masked in place; held",
-                unmasked.join(", ")
-            ));
-            record.status = record.status.max(Status::Review);
-            record.action = Action::Hold;
-        }
-        record
+        let masks = Masks {
+            items: ex,
+            masks: inspection.masks,
+        };
+        (inspection.record, masks)
     }
 
     /// A flagged tool result or resource with the flagged text cut out
@@ -959,6 +957,42 @@ pub fn gateway_record(
         reasons,
         latency_us: 0,
         review: None,
+    }
+}
+
+/// The output guard's masks of one inspection: masked texts by item index of
+/// the items it read.
+struct Masks {
+    items: Arc<Extracted>,
+    masks: Vec<(usize, String)>,
+}
+
+/// Apply masks to `value` in place; one that cannot be applied (an object key, a
+/// path that does not resolve) holds the item, as it would forward the very text
+/// it was meant to hide.
+fn apply_masks(record: &mut DecisionRecord, value: &mut Value, masks: Masks) {
+    let mut unmasked = Vec::new();
+    for (index, masked) in masks.masks {
+        let item = masks.items.items.get(index);
+        let slot = item
+            .filter(|i| !i.is_key)
+            .and_then(|i| i.path.as_deref())
+            .and_then(|p| resolve_mut(value, p));
+        match slot {
+            Some(slot) => *slot = Value::String(masked),
+            None => unmasked.push(
+                item.and_then(|i| i.path.clone())
+                    .unwrap_or_else(|| format!("item {index}")),
+            ),
+        }
+    }
+    if !unmasked.is_empty() {
+        record.reasons.push(format!(
+            "mask: {} could not be masked in place; held",
+            unmasked.join(", ")
+        ));
+        record.status = record.status.max(Status::Review);
+        record.action = Action::Hold;
     }
 }
 
