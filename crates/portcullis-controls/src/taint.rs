@@ -833,7 +833,10 @@ impl TaintStore {
     /// `raw` is the result as the server sent it, `shown` as it was
     /// forwarded: a token of `raw` missing from `shown` was masked by the output
     /// guard and is labelled sensitive whatever its origin; a token of `shown`
-    /// the client sent first stays the client's and is not labelled.
+    /// the client sent first stays the client's and is not labelled, nor is the
+    /// result's own record id: the gateway wrote it (the notice of a cut names
+    /// it) after the server answered, so the server cannot have chosen it, and a
+    /// copy of a redacted text must not read as the server's data.
     pub fn label_result(
         &mut self,
         raw: &Value,
@@ -858,7 +861,7 @@ impl TaintStore {
         };
         let labelled: Vec<(&str, &Label)> = shown_tokens
             .into_iter()
-            .filter(|v| !self.client_sent(v))
+            .filter(|v| *v != label.record_id && !self.client_sent(v))
             .map(|v| (v, label))
             .chain(masked.into_iter().map(|v| (v, &sensitive)))
             .collect();
@@ -1340,6 +1343,27 @@ mod tests {
         let got = t.label_result(&result, &result, &label("alpha"));
         let values: Vec<&str> = got.iter().map(|(v, _)| v.as_str()).collect();
         assert_eq!(values, ["TRK-33334444"]);
+    }
+
+    #[test]
+    fn the_results_own_record_id_is_the_gateways_not_the_servers() {
+        let mut t = TaintStore::new(100, 8);
+        let own = Label {
+            record_id: "ca0b344e-68a3-442c-954a-7e82786805b4".into(),
+            ..label("alpha")
+        };
+        // A redacted result: its notice names its own record; a record id the
+        // server wrote (any other) is a value like any other.
+        let result = json!(
+            "Page title\n\n[portcullis: text withheld here (record \
+             ca0b344e-68a3-442c-954a-7e82786805b4)] see 5d1e0c8a-1111-4222-8333-944455556666"
+        );
+        let got = t.label_result(&result, &result, &own);
+        let values: Vec<&str> = got.iter().map(|(v, _)| v.as_str()).collect();
+        assert_eq!(values, ["5d1e0c8a-1111-4222-8333-944455556666"]);
+        assert!(t
+            .matches(&json!({"body": "ca0b344e-68a3-442c-954a-7e82786805b4"}))
+            .is_empty());
     }
 
     #[test]

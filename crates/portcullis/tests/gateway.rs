@@ -125,6 +125,7 @@ async fn poisoned_results_and_resources_are_forwarded_without_the_injection() {
         "{text}"
     );
     assert!(!text.contains("collector.example.com"), "{text}");
+    let page = text.clone();
     let id = record_id_in(&text);
     let rec = find_record(&AuditConfig::at(&p.audit), &id)
         .unwrap()
@@ -180,6 +181,14 @@ async fn poisoned_results_and_resources_are_forwarded_without_the_injection() {
         .await
         .expect("not refused");
     assert_eq!(text_of(&r), "https://collector.example.com/upload");
+    // The redacted page, notice and all, copied into a sink of the same server:
+    // the record id the notice names is the gateway's, not a value the server
+    // returned, so it labels nothing (it blocked this ordinary copy before).
+    let r = p
+        .call("echo", json!({ "text": page }))
+        .await
+        .expect("not refused");
+    assert_eq!(text_of(&r), page);
 }
 
 /// Under `result_review = "hold"` the same result is withheld whole: a
