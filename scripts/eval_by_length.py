@@ -12,21 +12,13 @@ or BLOCK) with its Wilson 95% interval and its denial rate (BLOCK). Used in
 docs/eval.md ("Known: a text over 2,048 bytes is scored another way").
 """
 import json
-import math
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "harvest"))
+from scan_harvest import wilson  # noqa: E402  (bounds as fractions)
+
 BUCKETS = [(0, 512), (513, 2048), (2049, 4096), (4097, None)]
-
-
-def wilson(k, n, z=1.96):
-    if n == 0:
-        return (0.0, 0.0)
-    p = k / n
-    d = 1 + z * z / n
-    c = p + z * z / (2 * n)
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (100 * (c - h) / d, 100 * (c + h) / d)
 
 
 def bucket_of(n):
@@ -70,7 +62,7 @@ def main(paths, subset):
                     cells += ["—", "—"]
                     continue
                 lo, hi = wilson(flag, n)
-                cells += [f"{100 * flag / n:.2f}% [{lo:.2f}, {hi:.2f}] ({flag}/{n})",
+                cells += [f"{100 * flag / n:.2f}% [{100 * lo:.2f}, {100 * hi:.2f}] ({flag}/{n})",
                           f"{100 * deny / n:.2f}% ({deny}/{n})"]
             print(f"| {name_of(b)} | {label} | " + " | ".join(cells) + " |")
 

@@ -9,7 +9,7 @@ use rmcp::model::{ErrorData as McpError, ReadResourceRequestParams};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
-use support::{configured, pending, quoted, records, review, testserver, text_of, StdioProxy};
+use support::{configured, pending, records, review, servers, testserver, text_of, StdioProxy};
 
 type Proxy = StdioProxy;
 
@@ -28,24 +28,12 @@ async fn withholding(dir: &Path, server_args: &[&str]) -> Proxy {
 
 /// Two test servers (`alpha`, `beta`) behind one gateway configured by `extra`.
 async fn pair(dir: &Path, alpha: &[&str], beta: &[&str], extra: &str) -> Proxy {
-    let cfg = dir.join("gateway.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "stdio = true\n{extra}\n[audit]\nlog = \"audit.jsonl\"\n[state]\npath = \"state.sqlite\"\n\
-             [[server]]\nname = \"alpha\"\ncommand = {s:?}\nargs = [{a}]\n\
-             [[server]]\nname = \"beta\"\ncommand = {s:?}\nargs = [{b}]\n",
-            s = testserver(),
-            a = quoted(alpha),
-            b = quoted(beta),
-        ),
-    )
-    .unwrap();
-    StdioProxy::start(
-        &["--config".into(), cfg.display().to_string()],
-        &dir.join("audit.jsonl"),
-        &dir.join("state.sqlite"),
+    servers(
+        dir,
+        &[("alpha", alpha), ("beta", beta)],
+        extra,
         None,
+        "state.sqlite",
     )
     .await
 }

@@ -449,6 +449,26 @@ pub async fn configured(
     extra: &str,
     detector: Option<&str>,
 ) -> StdioProxy {
+    servers(
+        dir,
+        &[("kit", server_args)],
+        extra,
+        detector,
+        "audit.jsonl.state.sqlite",
+    )
+    .await
+}
+
+/// Test servers (name, arguments) behind one gateway configured by `extra`
+/// (TOML keys and tables), its audit log `dir/audit.jsonl`, its state
+/// `dir/state`; `detector`, if given, is the detector configuration.
+pub async fn servers(
+    dir: &Path,
+    servers: &[(&str, &[&str])],
+    extra: &str,
+    detector: Option<&str>,
+    state: &str,
+) -> StdioProxy {
     let cfg = dir.join("gateway.toml");
     let det = match detector {
         Some(text) => {
@@ -457,20 +477,28 @@ pub async fn configured(
         }
         None => "",
     };
+    let upstreams: String = servers
+        .iter()
+        .map(|(name, args)| {
+            format!(
+                "[[server]]\nname = {name:?}\ncommand = {s:?}\nargs = [{a}]\n",
+                s = testserver(),
+                a = quoted(args),
+            )
+        })
+        .collect();
     std::fs::write(
         &cfg,
         format!(
             "stdio = true\n{det}{extra}\n[audit]\nlog = \"audit.jsonl\"\n\
-             [[server]]\nname = \"kit\"\ncommand = {s:?}\nargs = [{a}]\n",
-            s = testserver(),
-            a = quoted(server_args),
+             [state]\npath = {state:?}\n{upstreams}"
         ),
     )
     .unwrap();
     StdioProxy::start(
         &["--config".into(), cfg.display().to_string()],
         &dir.join("audit.jsonl"),
-        &dir.join("audit.jsonl.state.sqlite"),
+        &dir.join(state),
         None,
     )
     .await
