@@ -208,7 +208,8 @@ fn filesystem_server_reads_a_file_through_the_gateway() {
 
 /// A real file with an injected paragraph, read by server-filesystem through the
 /// gateway: both SDK clients get the file without the paragraph (in `content` and
-/// in `structuredContent`), the rest as written, and a notice naming the record.
+/// in `structuredContent`), the rest as written, and a notice naming the record;
+/// the redacted text can be saved back through the same server.
 #[test]
 fn filesystem_server_reads_a_poisoned_file_without_the_injection() {
     require_interop();
@@ -257,6 +258,22 @@ fn filesystem_server_reads_a_poisoned_file_without_the_injection() {
     let id = check(&out);
     let rec = find_record(&AuditConfig::at(&audit), &id).unwrap().unwrap();
     assert_eq!(rec.action, portcullis_core::Action::Sanitize);
+    // The redacted file saved as a copy through the same server (`write_file`, a
+    // sink), by a gateway started on the same state (the first one's taint labels
+    // loaded back): the record id its notice names is the gateway's, not the
+    // server's data, so the copy is no flow of it (blocked as `taint.sink` before).
+    let text = ok_text(&out, "read_text_file");
+    let copy = root.join("notes-copy.md");
+    let write = (
+        "write_file",
+        json!({ "path": copy.display().to_string(), "content": text }),
+    );
+    let out = drive(
+        Driver::Python,
+        &via_stdio_proxy(std::slice::from_ref(&write), &audit, &filesystem(&root)),
+    );
+    ok_text(&out, "write_file");
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), text);
     let mut args = vec!["--".to_string()];
     args.extend(filesystem(&root));
     let gw = HttpProxy::start(&args, &[]);
