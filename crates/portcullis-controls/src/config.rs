@@ -221,6 +221,14 @@ pub struct TaintConfig {
     /// other labelled value in the call is still decided on its own.
     #[serde(default = "default_allow")]
     pub same_server_reference: FlowAction,
+    /// Values from a result inside the texts of a call to a sink of the server
+    /// that returned them, sent to a destination (an address, a link, a path)
+    /// the client wrote and no result or definition carried: forwarding an email
+    /// to the address the user typed, saving a search's hits into the file the
+    /// user named ([`crate::destination::client_named`]). Any other labelled
+    /// value in the call is still decided on its own.
+    #[serde(default = "default_allow")]
+    pub client_destination: FlowAction,
     /// A value written in one tool's definition (a path, key, number, link)
     /// passed to another tool: the definition steering the model
     /// ([`crate::operands`]). Held for a human by default: a server may
@@ -257,6 +265,7 @@ impl Default for TaintConfig {
             sink: default_block(),
             same_server: default_allow(),
             same_server_reference: default_allow(),
+            client_destination: default_allow(),
             definition: default_hold(),
             sensitive: default_block(),
             secret_env: Vec::new(),

@@ -13,6 +13,8 @@
 //!   `[names]`/`[params]`/`[redirection]` policies: the one source for the
 //!   gateway and `audit`.
 //! - [`taint`] — labels on values a server returned; egress checks on arguments.
+//! - [`destination`] — whether a sink call sends a server's data back out to a
+//!   destination the client named.
 //! - [`operands`] — values written in one tool's definition passed to another.
 //! - [`launch`] — how a server was started, for pins made under a launch.
 //! - [`store`] — pins, review queue, allowlist, taint labels, launches (SQLite).
@@ -22,6 +24,7 @@
 
 pub mod analyze;
 pub mod config;
+pub mod destination;
 pub mod finding;
 pub mod launch;
 pub mod metadata;

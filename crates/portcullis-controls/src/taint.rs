@@ -107,7 +107,7 @@ fn is_path(v: &str) -> bool {
 /// A bare file name: `stem.ext`, letters, digits, `.`, `_`, `-` only, an
 /// extension of 1–8 letters or digits with at least one letter (`survey.csv`,
 /// `notes.txt`; not `3.14` or `1.2.3`), at most 128 bytes.
-fn is_file_name(v: &str) -> bool {
+pub(crate) fn is_file_name(v: &str) -> bool {
     let Some((stem, ext)) = v.rsplit_once('.') else {
         return false;
     };
@@ -636,6 +636,23 @@ impl TaintStore {
 
     pub fn is_empty(&self) -> bool {
         self.values.is_empty() && self.hashed.is_empty()
+    }
+
+    /// The shortest token labelled.
+    pub fn min_len(&self) -> usize {
+        self.min_len
+    }
+
+    /// Whether `v` is inside a labelled value, case folded: a value a result
+    /// carried within a longer token (`mailto:eve@…`, `to:eve@…`), which the
+    /// search of [`TaintStore::matches`] (labelled values inside an argument)
+    /// does not see.
+    pub fn within_a_label(&self, v: &str) -> bool {
+        let now = now_secs();
+        let v = v.to_lowercase();
+        self.values
+            .iter()
+            .any(|(k, e)| self.fresh(e, now) && k.to_lowercase().contains(&v))
     }
 
     fn fresh(&self, e: &Entry, now: u64) -> bool {

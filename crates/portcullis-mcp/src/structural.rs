@@ -926,9 +926,28 @@ impl Structural {
         };
         let class = portcullis_controls::taint::class_of(&self.config.taint, server, tool, def);
         let sink = class == ToolClass::Sink;
+        let from_definitions = self.definitions().matches(server, tool, args);
+        // Data of this server's own, sent out through it to a destination the
+        // client wrote (the flow `taint.client_destination`).
+        let client_named = sink
+            && matches
+                .iter()
+                .all(|m| m.label.server == server && !m.label.sensitive)
+            && {
+                let steered: Vec<&str> = from_definitions
+                    .iter()
+                    .map(|m| m.arg_path.as_str())
+                    .collect();
+                portcullis_controls::destination::client_named(
+                    args,
+                    &matches,
+                    &steered,
+                    &self.taint(),
+                )
+            };
         for m in matches {
             let cross = m.label.server != server;
-            let (rule, a) = flow_rule(&self.config.taint, &m, cross, sink);
+            let (rule, a) = flow_rule(&self.config.taint, &m, cross, sink, client_named);
             let key = format!("taint:{}/{}", m.label.server, m.label.tool);
             let a = self.unless_remembered(a, server, tool, &key)?;
             let source = format!(
@@ -962,7 +981,6 @@ impl Structural {
             flow.allow_keys.push(key);
             flow.action = stronger(flow.action, a);
         }
-        let from_definitions = self.definitions().matches(server, tool, args);
         for m in from_definitions {
             let key = format!("definition:{}/{}", m.origin_server, m.origin_tool);
             let a = self.unless_remembered(self.config.taint.definition, server, tool, &key)?;
@@ -1575,11 +1593,15 @@ impl Structural {
 
 /// The flow a labelled value in a call's arguments makes, and what the
 /// configuration does with it (docs/structural.md, section 5).
+/// `client_named`: the call is a sink's that sends only its own server's data,
+/// inside texts, to a destination the client wrote
+/// ([`portcullis_controls::destination::client_named`]).
 fn flow_rule(
     cfg: &crate::config::TaintConfig,
     m: &portcullis_controls::taint::Match,
     cross: bool,
     sink: bool,
+    client_named: bool,
 ) -> (&'static str, FlowAction) {
     if m.label.sensitive && (cross || sink) {
         ("taint.sensitive", cfg.sensitive)
@@ -1587,6 +1609,8 @@ fn flow_rule(
         ("taint.cross_server", cfg.cross_server)
     } else if sink && m.reference && matches!(m.how, "exact" | "child_path" | "file_name") {
         ("taint.same_server_reference", cfg.same_server_reference)
+    } else if sink && client_named {
+        ("taint.client_destination", cfg.client_destination)
     } else if sink {
         ("taint.sink", cfg.sink)
     } else {
@@ -1667,7 +1691,7 @@ mod tests {
     #[test]
     fn a_reference_passed_whole_to_its_own_servers_sink_is_its_own_flow() {
         let cfg = crate::config::TaintConfig::default();
-        let rule = |m: &Match, cross, sink| flow_rule(&cfg, m, cross, sink);
+        let rule = |m: &Match, cross, sink| flow_rule(&cfg, m, cross, sink, false);
         // A link the same server returned, whole, into its sink: allowed by default.
         assert_eq!(
             rule(&m(false, "exact", true), false, true),
@@ -1712,6 +1736,39 @@ mod tests {
         assert_eq!(
             rule(&m(false, "exact", false), false, true),
             ("taint.sink", FlowAction::Block)
+        );
+    }
+
+    #[test]
+    fn data_sent_to_a_destination_the_client_named_is_its_own_flow() {
+        let cfg = crate::config::TaintConfig::default();
+        // Inside a text, through the server it came from, to a destination the
+        // client wrote: allowed by default.
+        assert_eq!(
+            flow_rule(&cfg, &m(false, "substring", false), false, true, true),
+            ("taint.client_destination", FlowAction::Allow)
+        );
+        // Sensitive, to another server, or to a tool that is no sink: as before.
+        assert_eq!(
+            flow_rule(&cfg, &m(true, "substring", false), false, true, true).0,
+            "taint.sensitive"
+        );
+        assert_eq!(
+            flow_rule(&cfg, &m(false, "substring", false), true, true, true).0,
+            "taint.cross_server"
+        );
+        assert_eq!(
+            flow_rule(&cfg, &m(false, "substring", false), false, false, true).0,
+            "taint.same_server"
+        );
+        // Configurable like every flow.
+        let held = crate::config::TaintConfig {
+            client_destination: FlowAction::Hold,
+            ..cfg
+        };
+        assert_eq!(
+            flow_rule(&held, &m(false, "substring", false), false, true, true),
+            ("taint.client_destination", FlowAction::Hold)
         );
     }
 }

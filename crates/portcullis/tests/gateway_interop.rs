@@ -280,6 +280,83 @@ fn filesystem_server_reads_a_poisoned_file_without_the_injection() {
     check(&drive(Driver::TypeScript, &via_http(&[read], &gw.url)));
 }
 
+/// A file read through server-filesystem and saved again through its `write_file`
+/// (a sink) under a path the client wrote: the client's copy of the server's own
+/// data, let through (`taint.client_destination`; blocked as `taint.sink` before).
+/// The same copy to a path the file itself named is still blocked: the result
+/// chose the destination.
+#[test]
+fn filesystem_server_saves_a_copy_where_the_client_says_not_where_the_file_says() {
+    require_interop();
+    let files = tempfile::tempdir().unwrap();
+    let root = files.path().canonicalize().unwrap();
+    let order = root.join("order-4471.txt");
+    let named_by_file = root.join("courier-88341207.txt");
+    std::fs::write(
+        &order,
+        format!(
+            "Order 4471 has shipped.\nTracking number PW-88341207 (Parcelway).\n\
+             Questions: orders@parcelway.example\nCourier copy: {}\n",
+            named_by_file.display()
+        ),
+    )
+    .unwrap();
+    let read = (
+        "read_text_file",
+        json!({ "path": order.display().to_string() }),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let out = drive(
+        Driver::Python,
+        &via_stdio_proxy(std::slice::from_ref(&read), &audit, &filesystem(&root)),
+    );
+    let text = ok_text(&out, "read_text_file");
+    assert!(text.contains("PW-88341207"), "{text}");
+    let mine = root.join("forward.txt");
+    let writes = [
+        (
+            "write_file",
+            json!({ "path": mine.display().to_string(), "content": text }),
+        ),
+        (
+            "write_file",
+            json!({ "path": named_by_file.display().to_string(), "content": text }),
+        ),
+    ];
+    let out = drive(
+        Driver::Python,
+        &via_stdio_proxy(&writes, &audit, &filesystem(&root)),
+    );
+    let calls = out.json["calls"].as_array().cloned().unwrap_or_default();
+    assert_eq!(calls.len(), 2, "{}", out.json);
+    assert!(
+        calls[0]["error"].is_null() && calls[0]["result"]["isError"] != true,
+        "the client's copy was refused: {}",
+        calls[0]
+    );
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), text);
+    assert_eq!(calls[1]["result"]["isError"], true, "{}", calls[1]);
+    assert!(calls[1].to_string().contains("blocked"), "{}", calls[1]);
+    assert!(!named_by_file.exists());
+    let rules: Vec<String> = records(&audit)
+        .iter()
+        .filter(|r| r["channel"] == "tool_arguments")
+        .flat_map(|r| {
+            r["stages"][0]["findings"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|f| f["rule"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        rules.iter().any(|r| r == "taint.client_destination"),
+        "{rules:?}"
+    );
+    assert!(rules.iter().any(|r| r == "taint.sink"), "{rules:?}");
+}
+
 #[test]
 fn python_sdk_server_behind_the_gateway() {
     require_interop();
