@@ -224,10 +224,13 @@ pub struct TaintConfig {
     /// Values from a result inside the texts of a call to a sink of the server
     /// that returned them, sent to a destination (an address, a link, a path)
     /// the client wrote and no result or definition carried: forwarding an email
-    /// to the address the user typed, saving a search's hits into the file the
-    /// user named ([`crate::destination::client_named`]). Any other labelled
-    /// value in the call is still decided on its own.
-    #[serde(default = "default_allow")]
+    /// to the address the user typed, saving a file's text under the name the
+    /// user gave ([`crate::destination::client_named`]). Any other labelled
+    /// value in the call is still decided on its own. Held by default: the
+    /// destination's origin is told from labels, which a result can evade by
+    /// writing the destination in a form the model rewrites (docs/structural.md,
+    /// "A destination the client named"); a human decides instead of a block.
+    #[serde(default = "default_hold")]
     pub client_destination: FlowAction,
     /// A value written in one tool's definition (a path, key, number, link)
     /// passed to another tool: the definition steering the model
@@ -265,7 +268,7 @@ impl Default for TaintConfig {
             sink: default_block(),
             same_server: default_allow(),
             same_server_reference: default_allow(),
-            client_destination: default_allow(),
+            client_destination: default_hold(),
             definition: default_hold(),
             sensitive: default_block(),
             secret_env: Vec::new(),

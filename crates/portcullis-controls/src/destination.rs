@@ -1,32 +1,26 @@
 //! A call that sends a server's own data back out through that server, to a
 //! destination the client named: forwarding an email to the address the user
-//! typed, saving a search's hits into the file the user asked for.
+//! typed, saving a file's text under the name the user gave.
 //!
 //! Taint cannot see the user's request, only the call. What it can see is where
 //! the call's destination came from. An exfiltration needs a destination the
-//! attacker chose, and the attacker's only way to choose it is to write it into
+//! attacker chose, and the attacker's way to choose it is to write it into
 //! something the model read — a result or a definition — where it is labelled. A
 //! destination no result and no definition carried was written by the client.
 //!
-//! [`client_named`] says whether a sink call is of that kind. It errs towards
-//! "no": a destination-shaped argument that carries a labelled value or sits
-//! inside one, a destination whose origin cannot be told (a phone number: results
-//! write them with spaces, which cut them into pieces too short to label; an
-//! address too short to label), an argument that *is* a labelled value (an IBAN, a
-//! handle, a host: destinations of shapes not recognised here), a re-encoded
-//! value, a value written in a definition, or a link, address or path from a
-//! result in a one-line field (`Eve <eve@evil.example>`), and the answer is no.
-//! The gateway decides the flows it covers by `[taint] client_destination`
-//! (docs/structural.md, "Taint and egress").
+//! [`client_named`] says whether a sink call is of that kind; see its conditions.
+//! It errs towards "no", and every "no" stays a `taint.sink` flow.
 //!
-//! What it cannot tell: an attacker who gets the model to write a destination that
-//! no text it read contains (an address spelled out in words, put together from
-//! parts). Sensitive values (configured secrets, canaries, what the output guard
-//! classed as a secret or PII) are not covered: they stay under `taint.sensitive`.
+//! What it cannot tell: a destination the result wrote in a form the model
+//! rewrites — another case, an encoding, an invisible character, a path or URL
+//! written another way, parts or words (`tests/destination_adversarial.rs` keeps
+//! each as an ignored case). So the gateway holds these calls for a human by
+//! default (`[taint] client_destination = "hold"`, docs/structural.md, "A
+//! destination the client named") rather than allowing them. Sensitive values
+//! (configured secrets, canaries, what the output guard classed as a secret or
+//! PII) are not covered: they stay under `taint.sensitive`.
 
-use crate::taint::{
-    collect, is_file_name, is_reference, split_tokens, value_like, Match, TaintStore,
-};
+use crate::taint::{is_file_name, is_reference, split_tokens, value_like, Match, TaintStore};
 use serde_json::Value;
 
 /// Whether `v`, a whole argument, is shaped like a place data is sent or written:
@@ -75,8 +69,56 @@ fn is_date(v: &str) -> bool {
     matches!(lens.as_slice(), [4, m, d] | [d, m, 4] if short(m) && short(d))
 }
 
+/// Shapes that name a destination whose origin the labels cannot tell: a
+/// channel or handle (`#leaks`, `@bot`), a URI of another scheme (`tel:`,
+/// `sms:`, `mailto:`, `s3://`), a `host:port`, a bare run of 7 to 15 digits (an
+/// account or phone number as often as an id).
+fn is_untold_destination(v: &str) -> bool {
+    let v = v.trim();
+    let word =
+        |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || "._-".contains(c));
+    let handle = v.strip_prefix(['#', '@']).is_some_and(&word);
+    let scheme = v.split_once(':').is_some_and(|(scheme, rest)| {
+        !rest.is_empty()
+            && !rest.contains(char::is_whitespace)
+            && scheme.len() >= 2
+            && scheme.chars().all(|c| c.is_ascii_alphabetic())
+            && !matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https")
+    });
+    let host_port = v.rsplit_once(':').is_some_and(|(host, port)| {
+        host.contains('.')
+            && word(host)
+            && (1..=5).contains(&port.len())
+            && port.bytes().all(|b| b.is_ascii_digit())
+    });
+    let digits = (7..=15).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_digit());
+    handle || scheme || host_port || digits || is_phone(v)
+}
+
+/// Every string of a call's arguments, object keys too (a key can carry a
+/// recipient: `{"recipients": {"eve@…": "cc"}}`), each with its path.
+fn strings_and_keys(v: &Value, path: String, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::String(s) => out.push((path, s.clone())),
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                strings_and_keys(x, format!("{path}[{i}]"), out);
+            }
+        }
+        Value::Object(m) => {
+            for (k, x) in portcullis_core::sorted_entries(m) {
+                let p = format!("{path}{}", portcullis_core::jsonpath::key_segment(k));
+                out.push((format!("{p}<key>"), k.clone()));
+                strings_and_keys(x, p, out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Whether a sink call with `args` sends only its own server's data, inside
-/// texts, to a destination the client named. `matches` are the labelled values
+/// texts, to a destination the client named; if so, the path of that
+/// destination's argument (the first, if several). `matches` are the labelled values
 /// `taint` found in the arguments (all from the server being called: the caller
 /// checks); `steered` the argument paths that carry a value written in a
 /// definition.
@@ -84,41 +126,70 @@ fn is_date(v: &str) -> bool {
 /// Yes when all of these hold:
 /// 1. some whole argument is destination-shaped ([`is_destination`]), is a value
 ///    `taint` would have labelled had a result carried it (one token, long
-///    enough; not a phone number), and no labelled value is in it or holds it:
-///    the client wrote it;
+///    enough), and no labelled value is in it or holds it: the client wrote it;
 /// 2. every other destination-shaped argument is one too (a result did not pick
-///    where the data goes, and none is of an origin that cannot be told);
+///    where the data goes), no argument, object key or line of a text is a
+///    destination whose origin cannot be told (a phone number: results write
+///    them with spaces, which cut them into pieces too short to label; a
+///    `#channel`, an `@handle`, a `tel:` or other URI, a `host:port`, a bare
+///    number), no object key and no line of a longer text is destination-shaped
+///    (a recipient list written one per line);
 /// 3. no definition's value is in the call;
-/// 4. every labelled value sits inside a longer text (`substring`): no argument
-///    is a labelled value itself, none is re-encoded;
-/// 5. a link, address or path from a result is only inside a text of more than one
-///    line (a body, a file's content), not in a one-line field.
-pub fn client_named(args: &Value, matches: &[Match], steered: &[&str], taint: &TaintStore) -> bool {
+/// 4. every labelled value sits inside a text of more than one line (a body, a
+///    file's content) as a substring: no argument is a labelled value, none is
+///    re-encoded, none is in a one-line field (`Eve <eve@evil.example>`,
+///    `IBAN DE89…`);
+/// 5. the store has not dropped labels of the server for want of room (an
+///    attacker's destination, read first, would be the oldest label of a server
+///    that floods it).
+pub fn client_named(
+    args: &Value,
+    matches: &[Match],
+    steered: &[&str],
+    taint: &TaintStore,
+) -> Option<String> {
     if !steered.is_empty() || matches.is_empty() {
-        return false;
+        return None;
+    }
+    if matches.iter().any(|m| taint.has_dropped(&m.label.server)) {
+        return None;
     }
     let mut strings = Vec::new();
-    collect(args, "$".into(), &mut strings);
-    let mut named = false;
+    strings_and_keys(args, "$".into(), &mut strings);
+    let mut named: Option<&String> = None;
     for (path, s) in &strings {
+        let key = path.ends_with("<key>");
+        let lines: Vec<&str> = s.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        let multi_line = lines.len() > 1;
+        // A key or a line of a text that names a destination: not the client's
+        // whole argument, so not one whose origin is told.
+        if (key || multi_line)
+            && lines
+                .iter()
+                .any(|l| is_destination(l) || is_untold_destination(l))
+        {
+            return None;
+        }
+        if is_untold_destination(s) {
+            return None;
+        }
         if !is_destination(s) {
             continue;
         }
         let one_token = split_tokens(s).eq(std::iter::once(s.as_str()));
-        let told = one_token && !is_phone(s) && value_like(s, taint.min_len());
+        let told = one_token && value_like(s, taint.min_len());
         if !told || matches.iter().any(|m| &m.arg_path == path) || taint.within_a_label(s) {
-            return false;
+            return None;
         }
-        named = true;
+        named = named.or(Some(path));
     }
-    named
-        && matches.iter().all(|m| {
-            m.how == "substring"
-                && (!m.reference
-                    || strings
-                        .iter()
-                        .any(|(p, s)| *p == m.arg_path && s.trim().contains('\n')))
-        })
+    let inside_texts = matches.iter().all(|m| {
+        m.how == "substring"
+            && strings
+                .iter()
+                .any(|(p, s)| *p == m.arg_path && s.trim().contains('\n'))
+    });
+    named.filter(|_| inside_texts).cloned()
 }
 
 #[cfg(test)]
@@ -179,7 +250,7 @@ mod tests {
     fn named(t: &mut TaintStore, args: Value) -> bool {
         let m = t.matches(&args);
         assert!(!m.is_empty(), "nothing labelled in {args}");
-        client_named(&args, &m, &[], t)
+        client_named(&args, &m, &[], t).is_some()
     }
 
     const EMAIL: &str = "From: orders@parcelway.example\nSubject: Your order has shipped\n\n\
@@ -215,7 +286,7 @@ mod tests {
         ] {
             let m = t.matches(&args);
             assert!(!m.is_empty(), "{args}");
-            assert!(!client_named(&args, &m, &[], &t), "{args}");
+            assert!(client_named(&args, &m, &[], &t).is_none(), "{args}");
         }
     }
 
@@ -236,12 +307,12 @@ mod tests {
             if m.is_empty() {
                 continue;
             }
-            assert!(!client_named(&args, &m, &[], &t), "{args}");
+            assert!(client_named(&args, &m, &[], &t).is_none(), "{args}");
         }
         // A value written in a definition in the call: the definition steers.
         let args = json!({"to": "sam@larkspur.example", "body": EMAIL});
         let m = t.matches(&args);
-        assert!(!client_named(&args, &m, &["$.to"], &t));
+        assert!(client_named(&args, &m, &["$.to"], &t).is_none());
     }
 
     #[test]
@@ -250,7 +321,7 @@ mod tests {
         let mut t = read(&format!("{EMAIL}\nreply-to:Audit@Evil.example"));
         let args = json!({"to": "audit@evil.example", "body": EMAIL});
         let m = t.matches(&args);
-        assert!(!client_named(&args, &m, &[], &t));
+        assert!(client_named(&args, &m, &[], &t).is_none());
     }
 
     #[test]
@@ -265,7 +336,7 @@ mod tests {
         ] {
             let m = t.matches(&args);
             assert!(!m.is_empty());
-            assert!(!client_named(&args, &m, &[], &t), "{args}");
+            assert!(client_named(&args, &m, &[], &t).is_none(), "{args}");
         }
     }
 
@@ -274,9 +345,9 @@ mod tests {
         let mut t = read("See https://files.example.org/r/9KQ2 for the report.");
         let args = json!({"to": "sam@larkspur.example", "body": "report: https://files.example.org/r/9KQ2"});
         let m = t.matches(&args);
-        assert!(!client_named(&args, &m, &[], &t));
+        assert!(client_named(&args, &m, &[], &t).is_none());
         let args = json!({"to": "sam@larkspur.example", "body": "Hi Sam,\nthe report: https://files.example.org/r/9KQ2\n"});
         let m = t.matches(&args);
-        assert!(client_named(&args, &m, &[], &t));
+        assert_eq!(client_named(&args, &m, &[], &t).as_deref(), Some("$.to"));
     }
 }

@@ -638,6 +638,12 @@ impl TaintStore {
         self.values.is_empty() && self.hashed.is_empty()
     }
 
+    /// Whether the bound made the store drop labels of `server` (it held the
+    /// most): a value it returned earlier may no longer be known as its own.
+    pub fn has_dropped(&self, server: &str) -> bool {
+        self.flushed.contains(server)
+    }
+
     /// The shortest token labelled.
     pub fn min_len(&self) -> usize {
         self.min_len

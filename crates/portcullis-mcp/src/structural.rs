@@ -929,25 +929,22 @@ impl Structural {
         let from_definitions = self.definitions().matches(server, tool, args);
         // Data of this server's own, sent out through it to a destination the
         // client wrote (the flow `taint.client_destination`).
-        let client_named = sink
+        let destination = if sink
             && matches
                 .iter()
                 .all(|m| m.label.server == server && !m.label.sensitive)
-            && {
-                let steered: Vec<&str> = from_definitions
-                    .iter()
-                    .map(|m| m.arg_path.as_str())
-                    .collect();
-                portcullis_controls::destination::client_named(
-                    args,
-                    &matches,
-                    &steered,
-                    &self.taint(),
-                )
-            };
+        {
+            let steered: Vec<&str> = from_definitions
+                .iter()
+                .map(|m| m.arg_path.as_str())
+                .collect();
+            portcullis_controls::destination::client_named(args, &matches, &steered, &self.taint())
+        } else {
+            None
+        };
         for m in matches {
             let cross = m.label.server != server;
-            let (rule, a) = flow_rule(&self.config.taint, &m, cross, sink, client_named);
+            let (rule, a) = flow_rule(&self.config.taint, &m, cross, sink, destination.is_some());
             let key = format!("taint:{}/{}", m.label.server, m.label.tool);
             let a = self.unless_remembered(a, server, tool, &key)?;
             let source = format!(
@@ -964,8 +961,14 @@ impl Structural {
                 &m.arg_path,
                 format!("value {} from {source}, {}", m.hint, m.how),
             ));
+            let to = match (&destination, rule) {
+                (Some(d), "taint.client_destination") => {
+                    format!(", to the destination the client wrote at {d}")
+                }
+                _ => String::new(),
+            };
             flow.reasons.push(format!(
-                "taint: {} carries a value from {source} ({}) into {server}/{tool} ({}); {:?}",
+                "taint: {} carries a value from {source} ({}) into {server}/{tool} ({}{to}); {:?}",
                 m.arg_path,
                 m.how,
                 if sink { "a sink" } else { "not a sink" },
@@ -1743,10 +1746,10 @@ mod tests {
     fn data_sent_to_a_destination_the_client_named_is_its_own_flow() {
         let cfg = crate::config::TaintConfig::default();
         // Inside a text, through the server it came from, to a destination the
-        // client wrote: allowed by default.
+        // client wrote: held for a human by default (not blocked).
         assert_eq!(
             flow_rule(&cfg, &m(false, "substring", false), false, true, true),
-            ("taint.client_destination", FlowAction::Allow)
+            ("taint.client_destination", FlowAction::Hold)
         );
         // Sensitive, to another server, or to a tool that is no sink: as before.
         assert_eq!(
@@ -1762,13 +1765,13 @@ mod tests {
             "taint.same_server"
         );
         // Configurable like every flow.
-        let held = crate::config::TaintConfig {
-            client_destination: FlowAction::Hold,
+        let allowed = crate::config::TaintConfig {
+            client_destination: FlowAction::Allow,
             ..cfg
         };
         assert_eq!(
-            flow_rule(&held, &m(false, "substring", false), false, true, true),
-            ("taint.client_destination", FlowAction::Hold)
+            flow_rule(&allowed, &m(false, "substring", false), false, true, true),
+            ("taint.client_destination", FlowAction::Allow)
         );
     }
 }

@@ -282,9 +282,9 @@ fn filesystem_server_reads_a_poisoned_file_without_the_injection() {
 
 /// A file read through server-filesystem and saved again through its `write_file`
 /// (a sink) under a path the client wrote: the client's copy of the server's own
-/// data, let through (`taint.client_destination`; blocked as `taint.sink` before).
-/// The same copy to a path the file itself named is still blocked: the result
-/// chose the destination.
+/// data, held for a human (`taint.client_destination`, `hold` by default; blocked
+/// as `taint.sink` before). The same copy to a path the file itself named is
+/// still blocked: the result chose the destination.
 #[test]
 fn filesystem_server_saves_a_copy_where_the_client_says_not_where_the_file_says() {
     require_interop();
@@ -330,12 +330,13 @@ fn filesystem_server_saves_a_copy_where_the_client_says_not_where_the_file_says(
     );
     let calls = out.json["calls"].as_array().cloned().unwrap_or_default();
     assert_eq!(calls.len(), 2, "{}", out.json);
+    assert_eq!(calls[0]["result"]["isError"], true, "{}", calls[0]);
     assert!(
-        calls[0]["error"].is_null() && calls[0]["result"]["isError"] != true,
-        "the client's copy was refused: {}",
+        calls[0].to_string().contains("held for review"),
+        "the client's copy was not held: {}",
         calls[0]
     );
-    assert_eq!(std::fs::read_to_string(&mine).unwrap(), text);
+    assert!(!mine.exists());
     assert_eq!(calls[1]["result"]["isError"], true, "{}", calls[1]);
     assert!(calls[1].to_string().contains("blocked"), "{}", calls[1]);
     assert!(!named_by_file.exists());
@@ -355,6 +356,18 @@ fn filesystem_server_saves_a_copy_where_the_client_says_not_where_the_file_says(
         "{rules:?}"
     );
     assert!(rules.iter().any(|r| r == "taint.sink"), "{rules:?}");
+    // One review item, the client's copy; approved, the same call goes through.
+    let state = dir.path().join("audit.jsonl.state.sqlite");
+    let items = support::pending(&state);
+    assert_eq!(items.len(), 1, "{items:?}");
+    let id = items[0]["id"].to_string();
+    support::review(&state, &["approve", &id]);
+    let out = drive(
+        Driver::Python,
+        &via_stdio_proxy(&writes[..1], &audit, &filesystem(&root)),
+    );
+    ok_text(&out, "write_file");
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), text);
 }
 
 #[test]
