@@ -340,17 +340,7 @@ fn filesystem_server_saves_a_copy_where_the_client_says_not_where_the_file_says(
     assert_eq!(calls[1]["result"]["isError"], true, "{}", calls[1]);
     assert!(calls[1].to_string().contains("blocked"), "{}", calls[1]);
     assert!(!named_by_file.exists());
-    let rules: Vec<String> = records(&audit)
-        .iter()
-        .filter(|r| r["channel"] == "tool_arguments")
-        .flat_map(|r| {
-            r["stages"][0]["findings"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .map(|f| f["rule"].as_str().unwrap_or_default().to_string())
-        .collect();
+    let rules = support::argument_rules(&records(&audit));
     assert!(
         rules.iter().any(|r| r == "taint.client_destination"),
         "{rules:?}"

@@ -729,17 +729,7 @@ async fn a_link_followed_on_its_own_server_is_not_a_leak() {
         let r = call(&p, tool, json!({ "text": text })).await.unwrap();
         assert_eq!(r["isError"], true, "{tool} {text}: {r}");
     }
-    let rules: Vec<String> = structural_records(&p.audit)
-        .iter()
-        .filter(|r| r["channel"] == "tool_arguments")
-        .flat_map(|r| {
-            r["stages"][0]["findings"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .map(|f| f["rule"].as_str().unwrap_or_default().to_string())
-        .collect();
+    let rules = support::argument_rules(&structural_records(&p.audit));
     assert_eq!(
         rules
             .iter()

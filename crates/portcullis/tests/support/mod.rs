@@ -88,6 +88,21 @@ pub fn records(log: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The rules of the findings on the tool-call records among `records`, in order.
+pub fn argument_rules(records: &[Value]) -> Vec<String> {
+    records
+        .iter()
+        .filter(|r| r["channel"] == "tool_arguments")
+        .flat_map(|r| {
+            r["stages"][0]["findings"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|f| f["rule"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
 /// The record id a withheld answer names: `… (record <uuid>) …`.
 pub fn record_id_in(text: &str) -> String {
     let start = text
