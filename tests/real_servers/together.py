@@ -112,6 +112,11 @@ def run_together(chosen: list[S.Server], portcullis: Path, work: Path, web: str,
     cfg.write_text(gateway_config(entries, audit, state))
     steps = [gateway_step(e["name"], s) for e in entries for s in e["steps"]]
     env = {"PATH": R.server_env(chosen[0], {}, gw)["PATH"], "HOME": str(gw), "LANG": "C.UTF-8", "TZ": "UTC"}
+    # One gateway starts every server before it answers `initialize`: with 62
+    # servers on a 2-core machine busy with the other real-server tests that took
+    # over run.py's 45 s per request (CI rehearsal of 2026-12-06; 111 s for the
+    # whole test alone). The whole session keeps TOGETHER_TIMEOUT.
+    R.REQUEST_TIMEOUT = max(R.REQUEST_TIMEOUT, 300.0)
     with open(gw / "gateway.stderr.log", "w") as errlog:
         try:
             g = asyncio.run(asyncio.wait_for(
