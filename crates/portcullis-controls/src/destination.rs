@@ -20,7 +20,7 @@
 //! (configured secrets, canaries, what the output guard classed as a secret or
 //! PII) are not covered: they stay under `taint.sensitive`.
 
-use crate::taint::{is_file_name, is_reference, split_tokens, value_like, Match, TaintStore};
+use crate::taint::{is_file_name, is_reference, split_tokens, value_like, walk, Match, TaintStore};
 use serde_json::Value;
 
 /// Whether `v`, a whole argument, is shaped like a place data is sent or written:
@@ -95,27 +95,6 @@ fn is_untold_destination(v: &str) -> bool {
     handle || scheme || host_port || digits || is_phone(v)
 }
 
-/// Every string of a call's arguments, object keys too (a key can carry a
-/// recipient: `{"recipients": {"eve@…": "cc"}}`), each with its path.
-fn strings_and_keys(v: &Value, path: String, out: &mut Vec<(String, String)>) {
-    match v {
-        Value::String(s) => out.push((path, s.clone())),
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                strings_and_keys(x, format!("{path}[{i}]"), out);
-            }
-        }
-        Value::Object(m) => {
-            for (k, x) in portcullis_core::sorted_entries(m) {
-                let p = format!("{path}{}", portcullis_core::jsonpath::key_segment(k));
-                out.push((format!("{p}<key>"), k.clone()));
-                strings_and_keys(x, p, out);
-            }
-        }
-        _ => {}
-    }
-}
-
 /// Whether a sink call with `args` sends only its own server's data, inside
 /// texts, to a destination the client named; if so, the path of that
 /// destination's argument (the first, if several). `matches` are the labelled values
@@ -155,7 +134,8 @@ pub fn client_named(
         return None;
     }
     let mut strings = Vec::new();
-    strings_and_keys(args, "$".into(), &mut strings);
+    // Object keys too: a key can carry a recipient (`{"recipients": {"eve@…": "cc"}}`).
+    walk(args, "$".into(), true, &mut strings);
     let mut named: Option<&String> = None;
     for (path, s) in &strings {
         let key = path.ends_with("<key>");

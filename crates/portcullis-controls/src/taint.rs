@@ -1106,16 +1106,26 @@ fn runs(s: &str, f: impl Fn(u8) -> bool, min: usize) -> Vec<&str> {
 
 /// Every string of a JSON value with its path (keys included as values are not).
 pub(crate) fn collect(v: &Value, path: String, out: &mut Vec<(String, String)>) {
+    walk(v, path, false, out);
+}
+
+/// Every string of a JSON value with its path, and with `keys` every object key
+/// too, at its member's path with `<key>` appended.
+pub(crate) fn walk(v: &Value, path: String, keys: bool, out: &mut Vec<(String, String)>) {
     match v {
         Value::String(s) => out.push((path, s.clone())),
         Value::Array(a) => {
             for (i, x) in a.iter().enumerate() {
-                collect(x, format!("{path}[{i}]"), out);
+                walk(x, format!("{path}[{i}]"), keys, out);
             }
         }
         Value::Object(m) => {
             for (k, x) in portcullis_core::sorted_entries(m) {
-                collect(x, format!("{path}{}", key_segment(k)), out);
+                let p = format!("{path}{}", key_segment(k));
+                if keys {
+                    out.push((format!("{p}<key>"), k.clone()));
+                }
+                walk(x, p, keys, out);
             }
         }
         _ => {}

@@ -585,28 +585,29 @@ impl Inspector {
         let mut round = 0;
         let (candidate, removed, again) = loop {
             round += 1;
-            let Some((mut candidate, removed)) = apply_cuts(&original, ranges.clone(), cut) else {
+            // Judged without the notices: they are the gateway's words, not the
+            // server's, and a learned stage scores them (two notices took a
+            // plain numbered list from 0.08 to 0.45, over the review threshold).
+            let Some((bare, removed)) = apply_cuts(&original, ranges.clone(), Cut::Paragraph(""))
+            else {
                 record
                     .reasons
                     .push("redact: a flagged range is not in its string; withheld".into());
                 return None;
             };
-            if !has_text(&candidate, notice) {
+            if !has_text(&bare, notice) {
                 record
                     .reasons
                     .push("redact: nothing but the flagged text would be left; withheld".into());
                 return None;
             }
-            // Judged without the notices: they are the gateway's words, not the
-            // server's, and a learned stage scores them (two notices took a
-            // plain numbered list from 0.08 to 0.45, over the review threshold).
-            let (bare, _) = apply_cuts(&original, ranges.clone(), Cut::Paragraph(""))?;
             let (again, _) = self
                 .inspect_value(channel, server, tool, &bare, quotes)
                 .await;
             if forwards(&again) && again.status == Status::Allow {
                 // What is forwarded has the notices; its masks are its own
                 // inspection's (the offsets differ from the bare text's).
+                let (mut candidate, _) = apply_cuts(&original, ranges.clone(), cut)?;
                 let unmasked = candidate.clone();
                 let masked = self
                     .inspect_in_place(channel, server, tool, &mut candidate, quotes)
