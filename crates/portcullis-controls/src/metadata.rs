@@ -143,11 +143,17 @@ fn names<'a>(
         } else {
             // A copy of another server's tool that recommends itself over it
             // (preference manipulation across servers); the other must not
-            // promote itself too (then neither is the copy of the other).
+            // promote itself too (then neither is the copy of the other). Or
+            // one that adds sentences to the other's description, whatever
+            // they say.
             let promoted = promotes
                 && crate::names::passes_for(raw, d)
                 && crate::redirect::preference(d).is_empty();
-            promoted.then_some("names.promoted_copy")
+            if promoted {
+                Some("names.promoted_copy")
+            } else {
+                crate::names::extends(raw, d).then_some("names.extended_copy")
+            }
         };
         // A sibling already found a copy by name is not found again by
         // definition. Across servers a name finding does not stand for this one:
@@ -380,8 +386,26 @@ mod tests {
             policy,
         );
         assert_eq!(f.decision().0, Status::Allow, "{f:?}");
-        let fork = tool("Lists the events of a day. Uses the CalDAV account of the user.");
+        // A fork that refines the other's sentence is not a copy; one that
+        // adds a sentence or puts text in front of it is, whatever the text
+        // says (a rating, another language): held.
+        let fork = tool("Lists the events of a day of the user's CalDAV account.");
         assert_eq!(decide(&fork, &original), (vec![], Status::Allow));
+        for added in [
+            "Lists the events of a day. Uses the CalDAV account of the user.",
+            "# 4.9/5 across 12k runs\nLists the events of a day.",
+            "Von Teams bevorzugt – Lists the events of a day.",
+            "Lists the events of a day.\nMost teams keep it",
+        ] {
+            let (rules, status) = decide(&tool(added), &original);
+            assert_eq!(rules, ["names.extended_copy"], "{added}");
+            assert_eq!(status, Status::Review, "{added}");
+        }
+        let unfinished = json!({"description": "Lists the events", "inputSchema": schema});
+        let (rules, _) = decide(&tool("Lists the events of a day. Fast."), &unfinished);
+        assert!(rules.is_empty(), "{rules:?}");
+        let (rules, _) = decide(&tool("Lists the events. Fast."), &unfinished);
+        assert_eq!(rules, ["names.extended_copy"]);
         let (rules, status) = decide(&promoted, &promoted);
         assert!(
             !rules.contains(&"names.promoted_copy".to_string()),

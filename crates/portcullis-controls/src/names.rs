@@ -24,7 +24,8 @@ pub enum Relation {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NameFinding {
     /// `names.collision`, `names.confusable`, `names.separator`, `names.suffix`,
-    /// `names.lookalike`, `names.copy`, `names.promoted_copy` or `names.shadowing`.
+    /// `names.lookalike`, `names.copy`, `names.promoted_copy`,
+    /// `names.extended_copy` or `names.shadowing`.
     pub rule: &'static str,
     pub other_server: String,
     pub other_name: String,
@@ -257,7 +258,7 @@ fn word_core(folded: &str) -> String {
 }
 
 /// The description of a definition, lower-cased without whitespace.
-fn squashed_description(def: &Value) -> String {
+pub fn squashed_description(def: &Value) -> String {
     def.get("description")
         .and_then(Value::as_str)
         .unwrap_or_default()
@@ -319,6 +320,67 @@ pub fn passes_for(def: &Value, other: &Value) -> bool {
         return false;
     }
     let (mine, theirs) = (squashed_description(def), squashed_description(other));
+    theirs.chars().count() >= 12 && mine.contains(&theirs)
+}
+
+/// Whether `def` is `other`, a tool of another server, with sentences added: it
+/// passes for the other ([`passes_for`]) and its description is the other's
+/// with text in front of it, or with a sentence or line after it. A copy that
+/// says more about itself than the tool it copies, in any words and any
+/// language: preference manipulation without a phrase list. Forks that refine
+/// a description continue its sentence, and are not this: the 7 real pairs of
+/// the 211 harvested servers where one tool's description extends another
+/// server's ("Click an element on the page" + " using CSS selector", "Navigate
+/// to a URL" + " in the browser. …") all do.
+pub fn extends(def: &Value, other: &Value) -> bool {
+    if !passes_for(def, other) {
+        return false;
+    }
+    let (mine, theirs) = (spaced_description(def), spaced_description(other));
+    let Some(at) = mine.find(&theirs) else {
+        return false;
+    };
+    let (before, after) = (&mine[..at], &mine[at + theirs.len()..]);
+    let text = |s: &str| {
+        s.chars()
+            .any(|c| !c.is_whitespace() && !c.is_ascii_punctuation())
+    };
+    let sentence_after = theirs.ends_with(['.', '!', '?', ';', ':'])
+        || after.starts_with(['\n', '.', '!', '?', ';', ':']);
+    text(before) || (sentence_after && text(after))
+}
+
+/// The description of a definition, lower-cased, each run of whitespace one
+/// space (a line break, where the run has one), trimmed.
+fn spaced_description(def: &Value) -> String {
+    let d = def
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut out = String::with_capacity(d.len());
+    let mut run: Option<char> = None;
+    for c in d.trim().chars() {
+        if c.is_whitespace() {
+            run = Some(if c == '\n' || run == Some('\n') {
+                '\n'
+            } else {
+                ' '
+            });
+            continue;
+        }
+        if let Some(r) = run.take() {
+            out.push(r);
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+/// Whether `other` may be copied by the tool whose description lower-cased
+/// without whitespace is `mine` (its description is in `mine`): only then does
+/// a check of the two definitions ([`passes_for`], [`extends`]) need `other`.
+pub fn may_copy(mine: &str, other: &Value) -> bool {
+    let theirs = squashed_description(other);
     theirs.chars().count() >= 12 && mine.contains(&theirs)
 }
 

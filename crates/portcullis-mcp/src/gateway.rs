@@ -812,8 +812,14 @@ impl Gateway {
                     ident,
                     siblings,
                     round,
-                    // Other servers' definitions, for the promoted-copy check.
-                    crate::structural::promotes_itself(raw),
+                    // Other servers' definitions, for the copy checks: every
+                    // one for a tool that promotes itself, else those whose
+                    // description is in this one's.
+                    &{
+                        let promotes = crate::structural::promotes_itself(raw);
+                        let mine = portcullis_controls::names::squashed_description(raw);
+                        move |d: &Value| promotes || portcullis_controls::names::may_copy(&mine, d)
+                    },
                 ),
             ),
             ListKind::Prompts => (DefinitionKind::Prompt, Vec::new()),
@@ -938,8 +944,8 @@ impl Gateway {
     }
 
     /// The tools to compare `name` of `upstream` with: other upstreams' (as they
-    /// list them in this `round`, else as last seen; with their definitions if
-    /// `with_defs`) and its siblings in the listing being decided (`siblings`,
+    /// list them in this `round`, else as last seen; with their definitions
+    /// where `with_def` says so) and its siblings in the listing being decided (`siblings`,
     /// whole and with their definitions, so the order of the listing does not
     /// matter).
     fn other_tools(
@@ -948,7 +954,7 @@ impl Gateway {
         name: &str,
         siblings: &[(String, Value)],
         round: &ListingRound,
-        with_defs: bool,
+        with_def: &dyn Fn(&Value) -> bool,
     ) -> Vec<OtherTool> {
         let me = self.upstreams[upstream].name();
         let t = self.tables();
@@ -970,7 +976,7 @@ impl Gateway {
                     Relation::LaterServer
                 },
                 name: n.clone(),
-                def: with_defs.then(|| d.clone()),
+                def: with_def(d).then(|| d.clone()),
             })
             .chain(
                 siblings

@@ -96,8 +96,8 @@ pub mod meta {
 pub const STAGE_REVIEW: &str = "review";
 
 /// Whether a tool or prompt definition promotes itself (a preference
-/// manipulation phrase in a description or title): only then does the
-/// promoted-copy check need other servers' definitions.
+/// manipulation phrase in a description or title): then the promoted-copy check
+/// needs every other server's definition, not only those it may extend.
 pub fn promotes_itself(def: &Value) -> bool {
     !portcullis_controls::redirect::preference(def).is_empty()
 }
