@@ -385,7 +385,10 @@ impl Walker<'_> {
         self.items.push(item);
     }
 
-    /// Walk any JSON value; `in_schema` says whether keys are schema grammar.
+    /// Walk any JSON value; `in_schema` says whether keys are schema grammar,
+    /// `name_map` whether they are property names (the keys of `properties`),
+    /// and `owner` is the property whose schema `v` is part of.
+    #[allow(clippy::too_many_arguments)]
     fn walk(
         &mut self,
         channel: Channel,
@@ -394,6 +397,7 @@ impl Walker<'_> {
         depth: usize,
         in_schema: bool,
         name_map: bool,
+        owner: Option<&str>,
     ) {
         if depth > MAX_DEPTH {
             self.truncated
@@ -411,6 +415,7 @@ impl Walker<'_> {
                         depth + 1,
                         in_schema,
                         false,
+                        owner,
                     );
                 }
             }
@@ -441,9 +446,30 @@ impl Walker<'_> {
                     let grammar = self.vocabulary && protocol_key(k);
                     if !keyword && !grammar && self.keys {
                         self.push(channel, format!("{p}~"), k, true);
+                        // A nested property's name is also read with its
+                        // owner's (`client` → `model_id`: `client.model_id`):
+                        // nesting does not split a name the rules know.
+                        if let (true, Some(o)) = (in_schema && name_map, owner) {
+                            self.push(channel, format!("{p}~"), &format!("{o}.{k}"), true);
+                        }
                     }
                     let child_is_map = in_schema && !name_map && NAME_MAPS.contains(&k.as_str());
-                    self.walk(channel, x, &p, depth + 1, in_schema, child_is_map);
+                    // The schema of property `k` is owned by it; a keyword's
+                    // (`items`, `anyOf`, `properties`) by the same owner.
+                    let child_owner = match (in_schema, name_map) {
+                        (true, true) => Some(k.as_str()),
+                        (true, false) if keyword => owner,
+                        _ => None,
+                    };
+                    self.walk(
+                        channel,
+                        x,
+                        &p,
+                        depth + 1,
+                        in_schema,
+                        child_is_map,
+                        child_owner,
+                    );
                 }
             }
             _ => {}
@@ -474,7 +500,7 @@ pub fn value_items(
         skipped: Vec::new(),
         vocabulary: true,
     };
-    w.walk(channel, value, "$", 0, false, false);
+    w.walk(channel, value, "$", 0, false, false, None);
     Extracted {
         items: w.items,
         findings: w.truncated.map(malformed).into_iter().collect(),
@@ -512,7 +538,7 @@ pub fn tool_items(tool: &Value, server: Option<&str>) -> Result<Extracted, crate
     ] {
         for key in keys {
             if let Some(v) = obj.get(key) {
-                w.walk(channel, v, &format!("$.{key}"), 1, in_schema, false);
+                w.walk(channel, v, &format!("$.{key}"), 1, in_schema, false, None);
             }
         }
     }
@@ -524,7 +550,7 @@ pub fn tool_items(tool: &Value, server: Option<&str>) -> Result<Extracted, crate
         }
         let p = child_path("$", k);
         w.push(Channel::ToolDescription, format!("{p}~"), k, true);
-        w.walk(Channel::ToolDescription, v, &p, 1, false, false);
+        w.walk(Channel::ToolDescription, v, &p, 1, false, false, None);
     }
     if name.is_none() {
         w.truncated
@@ -610,6 +636,13 @@ mod tests {
             "$.inputSchema.properties.opts.properties.mode~",
             "mode"
         ));
+        // A nested property is also read with its owner's name; a top-level
+        // one has no owner.
+        assert!(has(
+            "$.inputSchema.properties.opts.properties.mode~",
+            "opts.mode"
+        ));
+        assert!(!p.iter().any(|(_, _, t)| t.ends_with(".path")));
         assert!(has(
             "$.inputSchema.properties.opts.properties.mode.description",
             "nested"
@@ -640,6 +673,35 @@ mod tests {
             Some(Channel::ToolSchema)
         );
         assert!(e.findings.is_empty());
+    }
+
+    #[test]
+    fn a_property_nested_at_any_depth_is_read_with_its_owners_name() {
+        // Through `items` and `anyOf` (keywords: the same owner), not through a
+        // vendor key; a property's own `properties` is its schema's.
+        let tool = json!({"name": "t", "inputSchema": {"type": "object", "properties": {
+            "options": {"type": "object", "properties": {
+                "client": {"type": "object", "properties": {"model_id": {"type": "string"}}}}},
+            "calls": {"type": "array", "items": {"anyOf": [{"type": "object",
+                "properties": {"llm_name": {"type": "string"}}}]}},
+            "x": {"x-extra": {"properties": {"inner": {}}}}}}});
+        let e = tool_items(&tool, None).unwrap();
+        let texts: Vec<String> = paths(&e)
+            .into_iter()
+            .filter(|(_, p, _)| p.ends_with('~'))
+            .map(|(_, _, t)| t)
+            .collect();
+        for t in ["options.client", "client.model_id", "calls.llm_name"] {
+            assert!(texts.contains(&t.to_string()), "{t}: {texts:?}");
+        }
+        assert!(
+            !texts.iter().any(|t| t.contains("inner") && t.contains('.')),
+            "{texts:?}"
+        );
+        assert!(
+            !texts.iter().any(|t| t.matches('.').count() > 1),
+            "{texts:?}"
+        );
     }
 
     #[test]
