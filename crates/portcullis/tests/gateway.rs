@@ -455,3 +455,52 @@ async fn progress_and_cancellation_pass_through() {
         "still here"
     );
 }
+
+/// Upstreams start side by side, and the error of a configuration with two
+/// servers that cannot start is the first of them in the configuration's order,
+/// whichever failed first: the gateway exits naming it, and the server that did
+/// start is not left running.
+#[test]
+fn the_first_server_that_cannot_start_is_the_error_in_the_configurations_order() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let missing = |n: &str| dir.path().join(n).display().to_string();
+    let cfg = dir.path().join("gateway.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "stdio = true\n[audit]\nlog = \"audit.jsonl\"\n[state]\npath = \"state\"\n\
+             [[server]]\nname = \"kit\"\ncommand = {t:?}\nargs = [\"--profile\", \"benign\"]\n\
+             [[server]]\nname = \"second\"\ncommand = {b:?}\n\
+             [[server]]\nname = \"third\"\ncommand = {c:?}\n",
+            t = testserver(),
+            b = missing("no-such-second"),
+            c = missing("no-such-third"),
+        ),
+    )
+    .unwrap();
+    for _ in 0..3 {
+        let mut child = std::process::Command::new(support::portcullis())
+            .args(["proxy", "--config", cfg.to_str().unwrap()])
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        // The gateway may have exited before the client speaks (a closed pipe).
+        let _ = writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+        );
+        let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let lines: Vec<String> = stderr.lines().map_while(Result::ok).collect();
+        drop(stdin);
+        let status = child.wait().unwrap();
+        let text = lines.join("\n");
+        assert!(!status.success(), "{text}");
+        assert!(text.contains("no-such-second"), "{text}");
+        assert!(!text.contains("no-such-third"), "{text}");
+    }
+}
