@@ -44,6 +44,23 @@ fn prose(bytes: usize) -> String {
     line.repeat(bytes / line.len() + 1)[..bytes].to_string()
 }
 
+/// Prose with accented letters (NFKC already: nothing to respell).
+fn prose_de(bytes: usize) -> String {
+    let line = "Der Ausschuss traf sich im Frühjahr und einigte sich auf den neuen Zeitplan für die Bücherei.\n";
+    let mut s = line.repeat(bytes / line.len() + 1);
+    while s.len() > bytes {
+        s.pop();
+    }
+    s
+}
+
+/// A page's text with HTML entities in every line (respelled and tokenized
+/// again for the labels of the plain form).
+fn html(bytes: usize) -> String {
+    let line = "<p>Terms &amp; conditions of the 2026 plan &#8212; see https://example.org/terms?a=1&amp;b=2</p>\n";
+    line.repeat(bytes / line.len() + 1)[..bytes].to_string()
+}
+
 fn result(text: String) -> Value {
     json!({ "content": [{ "type": "text", "text": text }], "isError": false })
 }
@@ -66,6 +83,8 @@ fn bench(c: &mut Criterion) {
         ),
         ("csv", result(csv(KIB64))),
         ("prose", result(prose(KIB64))),
+        ("prose-de", result(prose_de(KIB64))),
+        ("html", result(html(KIB64))),
     ];
     let args = json!({ "path": "/srv/data/export.csv" });
     // The tools a client of @modelcontextprotocol/server-filesystem is listed.

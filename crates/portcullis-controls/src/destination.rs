@@ -11,10 +11,13 @@
 //! [`client_named`] says whether a sink call is of that kind; see its conditions.
 //! It errs towards "no", and every "no" stays a `taint.sink` flow.
 //!
-//! What it cannot tell: a destination the result wrote in a form the model
-//! rewrites — another case, an encoding, an invisible character, a path or URL
-//! written another way, parts or words (`tests/destination_adversarial.rs` keeps
-//! each as an ignored case). So the gateway holds these calls for a human by
+//! A destination the result wrote in a form the model rewrites (another case,
+//! an encoding, an invisible character, fullwidth letters, a path or link
+//! written another way) is compared as the place it names ([`place`]). What it
+//! cannot tell: another mailbox on a domain a result named, another path on a
+//! host a result named, an address cut by a line break or spelled in words
+//! (`tests/destination_adversarial.rs` keeps each as an ignored case). So the
+//! gateway holds these calls for a human by
 //! default (`[taint] client_destination = "hold"`, docs/structural.md, "A
 //! destination the client named") rather than allowing them. Sensitive values
 //! (configured secrets, canaries, what the output guard classed as a secret or
@@ -158,7 +161,11 @@ pub fn client_named(
         }
         let one_token = split_tokens(s).eq(std::iter::once(s.as_str()));
         let told = one_token && value_like(s, taint.min_len());
-        if !told || matches.iter().any(|m| &m.arg_path == path) || taint.within_a_label(s) {
+        if !told
+            || matches.iter().any(|m| &m.arg_path == path)
+            || taint.within_a_label(s)
+            || place(s).is_some_and(|p| taint.any_label(|l| place(l).as_deref() == Some(&p)))
+        {
             return None;
         }
         named = named.or(Some(path));
@@ -172,11 +179,103 @@ pub fn client_named(
     named.filter(|_| inside_texts).cloned()
 }
 
+/// The place a destination names, spelled one way, so that a result's
+/// spelling and the model's rewriting of it compare equal: respelled
+/// ([`crate::taint::respell`]) and lower-cased; a link without its scheme,
+/// default port, query, fragment or trailing slash (`HTTPS://Evil.example:443/in/?u=X`
+/// is `evil.example/in`); an address without `mailto:`; a path with `/` for
+/// `\`, `.` and `..` resolved, and without the home it starts from (`~/`,
+/// `/home/NAME/`, `/Users/NAME/`, `C:/Users/NAME/`). `None` for what is none
+/// of these.
+pub fn place(v: &str) -> Option<String> {
+    let v = crate::taint::respell(v).unwrap_or_else(|| v.to_string());
+    let v = v.trim().to_lowercase();
+    let v = v.strip_prefix("mailto:").unwrap_or(&v);
+    if let Some(rest) = v
+        .strip_prefix("https://")
+        .or_else(|| v.strip_prefix("http://"))
+    {
+        let rest = rest.split(['?', '#']).next().unwrap_or_default();
+        let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let host = host
+            .strip_suffix(":443")
+            .or_else(|| host.strip_suffix(":80"))
+            .unwrap_or(host);
+        let path = path.trim_end_matches('/');
+        return Some(if path.is_empty() {
+            host.to_string()
+        } else {
+            format!("{host}/{path}")
+        });
+    }
+    if v.contains('@') && !v.contains('/') {
+        return Some(v.split('?').next().unwrap_or_default().to_string());
+    }
+    if !v.contains(['/', '\\']) {
+        return None;
+    }
+    let v = v.replace('\\', "/");
+    let mut parts: Vec<&str> = Vec::new();
+    for p in v.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    let home = match parts.as_slice() {
+        ["~", ..] => 1,
+        [drive, "users", _, ..] if drive.ends_with(':') => 3,
+        ["home" | "users", _, ..] if v.starts_with('/') => 2,
+        _ => 0,
+    };
+    Some(parts[home.min(parts.len())..].join("/"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::taint::Label;
     use serde_json::json;
+
+    #[test]
+    fn a_place_is_spelled_one_way() {
+        let same = [
+            (
+                "HTTPS://Evil.Example:443/In/?user=X#top",
+                "http://evil.example/in",
+            ),
+            ("https://evil.example", "https://evil.example/"),
+            ("mailto:Audit@Evil.Example", "audit@evil.example"),
+            ("audit%40evil.example", "audit@evil.example"),
+            ("ａｕｄｉｔ＠ｅｖｉｌ．ｅｘａｍｐｌｅ", "audit@evil.example"),
+            ("audit@evil\u{200b}.exa\u{ad}mple", "audit@evil.example"),
+            ("exfil&#64;ev.io", "exfil@ev.io"),
+            ("~/Public/leak.txt", "/home/sam/Public/leak.txt"),
+            ("C:\\Users\\Sam\\leak.txt", "~/leak.txt"),
+            ("/srv/share/../www/./leak.txt", "/srv/www/leak.txt"),
+        ];
+        for (a, b) in same {
+            assert!(
+                place(a).is_some() && place(a) == place(b),
+                "{a} vs {b}: {:?} {:?}",
+                place(a),
+                place(b)
+            );
+        }
+        let other = [
+            ("https://evil.example/in", "https://evil.example/collect"),
+            ("home/docs/plan.txt", "home/backup/plan.txt"),
+            ("/srv/a/leak.txt", "/srv/b/leak.txt"),
+            ("sam@larkspur.example", "audit@larkspur.example"),
+        ];
+        for (a, b) in other {
+            assert_ne!(place(a), place(b), "{a} vs {b}");
+        }
+        assert_eq!(place("PW-88341207"), None);
+    }
 
     #[test]
     fn destinations_by_shape() {
