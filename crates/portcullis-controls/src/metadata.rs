@@ -120,6 +120,29 @@ pub fn check<'a>(
     out
 }
 
+/// Whether the server of the tool being checked (`name` and its siblings) and
+/// `other` list mostly the same tool names: the same software, as two
+/// versions or two configurations of one server are, whose descriptions drift
+/// apart by a sentence between releases. At least two names in common, and
+/// more than half of the longer listing: a server that copies one tool, or
+/// mirrors a few names of a larger server, is not one.
+fn same_software(name: &str, other: &str, neighbours: &[Neighbour<'_>]) -> bool {
+    use std::collections::HashSet;
+    let own: HashSet<&str> = neighbours
+        .iter()
+        .filter(|n| n.relation == Relation::SameServer)
+        .map(|n| n.name)
+        .chain(std::iter::once(name))
+        .collect();
+    let theirs: HashSet<&str> = neighbours
+        .iter()
+        .filter(|n| n.relation != Relation::SameServer && n.server == other)
+        .map(|n| n.name)
+        .collect();
+    let shared = own.intersection(&theirs).count();
+    shared >= 2 && shared * 2 > own.len().max(theirs.len())
+}
+
 fn names<'a>(
     out: &mut MetadataFindings,
     name: &str,
@@ -152,7 +175,8 @@ fn names<'a>(
             if promoted {
                 Some("names.promoted_copy")
             } else {
-                crate::names::extends(raw, d).then_some("names.extended_copy")
+                (crate::names::extends(raw, d) && !same_software(name, n.server, &neighbours))
+                    .then_some("names.extended_copy")
             }
         };
         // A sibling already found a copy by name is not found again by
@@ -401,6 +425,38 @@ mod tests {
             assert_eq!(rules, ["names.extended_copy"], "{added}");
             assert_eq!(status, Status::Review, "{added}");
         }
+        // Two versions of one server (the same tool names) whose descriptions
+        // drifted by a sentence: not a copy.
+        let newer = tool("Lists the events of a day. Recurring events are expanded.");
+        let add = json!({"description": "Adds an event.", "inputSchema": schema});
+        let versions = [
+            Neighbour {
+                server: "calendar",
+                name: "list_events",
+                relation: Relation::EarlierServer,
+                def: Some(&original),
+            },
+            Neighbour {
+                server: "calendar",
+                name: "add_event",
+                relation: Relation::EarlierServer,
+                def: Some(&add),
+            },
+            Neighbour {
+                server: "calendar-2",
+                name: "add_event",
+                relation: Relation::SameServer,
+                def: Some(&add),
+            },
+        ];
+        let f = check(
+            DefinitionKind::Tool,
+            "list_events",
+            &newer,
+            versions,
+            policy,
+        );
+        assert_eq!(f.decision().0, Status::Allow, "{f:?}");
         let unfinished = json!({"description": "Lists the events", "inputSchema": schema});
         let (rules, _) = decide(&tool("Lists the events of a day. Fast."), &unfinished);
         assert!(rules.is_empty(), "{rules:?}");

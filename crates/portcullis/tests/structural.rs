@@ -452,8 +452,8 @@ async fn a_copy_that_adds_a_sentence_to_another_servers_tool_is_held_in_any_word
 }
 
 /// alpha, listed first, offers beta's `read_note` under another name with
-/// `describe` added to its description: preference manipulation across
-/// servers. The gateway reads every server's listing before it decides any
+/// `describe` added to its description, and no other tool of beta's:
+/// preference manipulation across servers. The gateway reads every server's listing before it decides any
 /// entry, so the order of the servers does not let the copy through the first
 /// `tools/list`.
 async fn copy_of_betas_tool_is_held(describe: &str, rule: &str) {
@@ -467,6 +467,14 @@ async fn copy_of_betas_tool_is_held(describe: &str, rule: &str) {
             describe,
             "--rename",
             "read_note=fetch_note_text",
+            // Not the same software as beta (its other tools renamed too):
+            // two versions of one server drift by a sentence in earnest.
+            "--rename",
+            "echo=say",
+            "--rename",
+            "payload=blob",
+            "--rename",
+            "add=sum",
         ],
         &["--profile", "benign"],
         "",
