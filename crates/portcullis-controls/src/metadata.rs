@@ -417,9 +417,9 @@ mod tests {
         assert_eq!(decide(&fork, &original), (vec![], Status::Allow));
         for added in [
             "Lists the events of a day. Uses the CalDAV account of the user.",
-            "# 4.9/5 across 12k runs\nLists the events of a day.",
-            "Von Teams bevorzugt – Lists the events of a day.",
-            "Lists the events of a day.\nMost teams keep it",
+            "★★★★★ (3,000 reviews)\nLists the events of a day.",
+            "Empfohlen von unserer Redaktion – Lists the events of a day.",
+            "Lists the events of a day.\nA favourite of our staff",
         ] {
             let (rules, status) = decide(&tool(added), &original);
             assert_eq!(rules, ["names.extended_copy"], "{added}");

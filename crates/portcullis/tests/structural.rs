@@ -445,7 +445,7 @@ async fn a_copy_that_adds_a_sentence_to_another_servers_tool_is_held_in_any_word
     // No phrase the rules know: the copy says more about itself than the
     // original does, in German.
     copy_of_betas_tool_is_held(
-        "read_note=Die meisten Teams bleiben nach dem ersten Versuch dabei.",
+        "read_note=Unsere Redaktion vergibt fünf Sterne.",
         "names.extended_copy",
     )
     .await;
