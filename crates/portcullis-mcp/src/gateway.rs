@@ -804,11 +804,7 @@ impl Gateway {
                     // Other servers' definitions, for the copy checks: every
                     // one for a tool that promotes itself, else those whose
                     // description is in this one's.
-                    &{
-                        let promotes = crate::structural::promotes_itself(raw);
-                        let mine = portcullis_controls::names::squashed_description(raw);
-                        move |d: &Value| promotes || portcullis_controls::names::may_copy(&mine, d)
-                    },
+                    &crate::structural::copy_candidates(raw),
                 ),
             ),
             ListKind::Prompts => (DefinitionKind::Prompt, Vec::new()),

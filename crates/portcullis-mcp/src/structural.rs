@@ -95,11 +95,14 @@ pub mod meta {
 /// The stage name of a human decision's record.
 pub const STAGE_REVIEW: &str = "review";
 
-/// Whether a tool or prompt definition promotes itself (a preference
-/// manipulation phrase in a description or title): then the promoted-copy check
-/// needs every other server's definition, not only those it may extend.
-pub fn promotes_itself(def: &Value) -> bool {
-    !portcullis_controls::redirect::preference(def).is_empty()
+/// Which other servers' definitions the copy checks of `def` need: every one
+/// when `def` promotes itself (a preference manipulation phrase in a
+/// description or title: the promoted-copy check), else those whose
+/// description is in its own (the extended-copy check).
+pub fn copy_candidates(def: &Value) -> impl Fn(&Value) -> bool {
+    let promotes = !portcullis_controls::redirect::preference(def).is_empty();
+    let mine = portcullis_controls::names::squashed_description(def);
+    move |d: &Value| promotes || portcullis_controls::names::may_copy(&mine, d)
 }
 
 /// The decision record of a human decision at review: about the same subject as
