@@ -161,11 +161,7 @@ pub fn client_named(
         }
         let one_token = split_tokens(s).eq(std::iter::once(s.as_str()));
         let told = one_token && value_like(s, taint.min_len());
-        if !told
-            || matches.iter().any(|m| &m.arg_path == path)
-            || taint.within_a_label(s)
-            || place(s).is_some_and(|p| taint.any_label(|l| place(l).as_deref() == Some(&p)))
-        {
+        if !told || matches.iter().any(|m| &m.arg_path == path) || told_by_a_label(s, taint) {
             return None;
         }
         named = named.or(Some(path));
@@ -177,6 +173,14 @@ pub fn client_named(
                 .any(|(p, s)| *p == m.arg_path && s.trim().contains('\n'))
     });
     named.filter(|_| inside_texts).cloned()
+}
+
+/// Whether a labelled value holds `v` (case folded: `reply-to:Eve@…`) or names
+/// the same place in another spelling ([`place`]), in one pass over the labels.
+fn told_by_a_label(v: &str, taint: &TaintStore) -> bool {
+    let lower = v.to_lowercase();
+    let here = place(v);
+    taint.any_label(|l| l.to_lowercase().contains(&lower) || (here.is_some() && place(l) == here))
 }
 
 /// The place a destination names, spelled one way, so that a result's

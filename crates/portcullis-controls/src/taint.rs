@@ -801,15 +801,6 @@ impl TaintStore {
         self.min_len
     }
 
-    /// Whether `v` is inside a labelled value, case folded: a value a result
-    /// carried within a longer token (`mailto:eve@…`, `to:eve@…`), which the
-    /// search of [`TaintStore::matches`] (labelled values inside an argument)
-    /// does not see.
-    pub fn within_a_label(&self, v: &str) -> bool {
-        let v = v.to_lowercase();
-        self.any_label(|k| k.to_lowercase().contains(&v))
-    }
-
     /// Whether some labelled value (not expired) satisfies `f`.
     pub fn any_label(&self, f: impl Fn(&str) -> bool) -> bool {
         let now = now_secs();
