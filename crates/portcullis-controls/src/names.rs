@@ -58,6 +58,8 @@ pub fn check<'a>(
 ) -> Vec<NameFinding> {
     let mut out = Vec::new();
     let named = Mentions::new(description);
+    // This name's forms once, not once per other tool of the listing.
+    let forms = Forms::of(name);
     let others: Vec<(&str, &str, Relation)> = others.into_iter().collect();
     let own: std::collections::HashSet<&str> = others
         .iter()
@@ -75,7 +77,7 @@ pub fn check<'a>(
             span: None,
         };
         let rule = match relation {
-            Relation::EarlierServer => compare(name, other, max_edit),
+            Relation::EarlierServer => forms.compare(name, other, max_edit),
             Relation::SameServer => copies(name, other),
             Relation::LaterServer => None,
         };
@@ -182,28 +184,58 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// How `name` relates to `other` (another server's tool), if it is confusable.
 pub fn compare(name: &str, other: &str, max_edit: usize) -> Option<&'static str> {
-    if name == other {
-        return Some("names.collision");
+    Forms::of(name).compare(name, other, max_edit)
+}
+
+/// The forms of a name [`compare`] compares: folded, without separators, and
+/// its core.
+struct Forms {
+    folded: String,
+    bare: String,
+    core: String,
+    /// Characters of `bare`.
+    bare_len: usize,
+}
+
+impl Forms {
+    fn of(name: &str) -> Forms {
+        let folded = fold_confusables_and_case(name);
+        let bare = no_separators(&folded);
+        Forms {
+            core: core(&folded),
+            bare_len: bare.chars().count(),
+            folded,
+            bare,
+        }
     }
-    let (a, b) = (
-        fold_confusables_and_case(name),
-        fold_confusables_and_case(other),
-    );
-    if a == b {
-        return Some("names.confusable");
+
+    /// [`compare`] of the name these are the forms of.
+    fn compare(&self, name: &str, other: &str, max_edit: usize) -> Option<&'static str> {
+        if name == other {
+            return Some("names.collision");
+        }
+        let b = Forms::of(other);
+        if self.folded == b.folded {
+            return Some("names.confusable");
+        }
+        if self.bare == b.bare {
+            return Some("names.separator");
+        }
+        if self.core == b.core && !self.core.is_empty() {
+            return Some("names.suffix");
+        }
+        let (la, lb) = (self.bare_len, b.bare_len);
+        // The distance is at least the difference in length: most pairs of a
+        // listing of hundreds of tools end here, before the quadratic distance.
+        if la >= 5
+            && lb >= 5
+            && la.abs_diff(lb) <= max_edit
+            && edit_distance(&self.bare, &b.bare) <= max_edit
+        {
+            return Some("names.lookalike");
+        }
+        None
     }
-    let (na, nb) = (no_separators(&a), no_separators(&b));
-    if na == nb {
-        return Some("names.separator");
-    }
-    let (ca, cb) = (core(&a), core(&b));
-    if ca == cb && !ca.is_empty() {
-        return Some("names.suffix");
-    }
-    if na.chars().count() >= 5 && nb.chars().count() >= 5 && edit_distance(&na, &nb) <= max_edit {
-        return Some("names.lookalike");
-    }
-    None
 }
 
 /// Whether `name` looks like a copy of `original`, another tool of the same
@@ -376,12 +408,12 @@ fn spaced_description(def: &Value) -> String {
     out
 }
 
-/// Whether `other` may be copied by the tool whose description lower-cased
-/// without whitespace is `mine` (its description is in `mine`): only then does
-/// a check of the two definitions ([`passes_for`], [`extends`]) need `other`.
-pub fn may_copy(mine: &str, other: &Value) -> bool {
-    let theirs = squashed_description(other);
-    theirs.chars().count() >= 12 && mine.contains(&theirs)
+/// Whether a tool whose description is `theirs` may be copied by the tool whose
+/// description is `mine`, both as [`squashed_description`] gives them (its
+/// description is in `mine`): only then does a check of the two definitions
+/// ([`passes_for`], [`extends`]) need the other.
+pub fn may_copy(mine: &str, theirs: &str) -> bool {
+    theirs.len() <= mine.len() && theirs.chars().count() >= 12 && mine.contains(theirs)
 }
 
 /// Whether `schema` is `original` with one or more properties added that it does
@@ -463,7 +495,7 @@ impl Mentions {
         }
         // The text's own dots are spaces in `spaced`.
         let o = other.to_lowercase().replace('.', " ");
-        self.spaced.contains(&format!(" {o} "))
+        self.names_word(&o)
     }
 
     /// Whether the text names `other` as a word (names under 4 characters never
@@ -474,8 +506,15 @@ impl Mentions {
             return false;
         }
         let o = other.to_lowercase();
-        self.spaced.contains(&format!(" {o} "))
-            || (o.contains(['_', '-']) && self.words.contains(&padded_words(other)))
+        self.names_word(&o) || (o.contains(['_', '-']) && self.words.contains(&padded_words(other)))
+    }
+
+    /// Whether `spaced` holds ` {o} `.
+    fn names_word(&self, o: &str) -> bool {
+        let s = self.spaced.as_bytes();
+        self.spaced
+            .match_indices(o)
+            .any(|(i, _)| i > 0 && s[i - 1] == b' ' && s.get(i + o.len()) == Some(&b' '))
     }
 }
 

@@ -16,7 +16,7 @@ use crate::inspect::{Inspector, Outcome};
 use crate::metrics::Metrics;
 use crate::router::{client_progress_token, withheld_error, ListKind, Router};
 use crate::structural::{
-    pin_kind, DefinitionKind, OtherTool, Relation, ReviewStatus, StoreError, Structural,
+    pin_kind, DefinitionKind, Listed, OtherTool, Relation, ReviewStatus, StoreError, Structural,
     ToolDecision, Verdict,
 };
 use crate::upstream::{options, Upstream, UpstreamError};
@@ -72,7 +72,7 @@ struct Decided {
 
 /// The tools each upstream lists in one round of listing (`tools/list` from
 /// the client), by (upstream, upstream name), read before any is decided.
-type ListingRound = HashMap<(usize, String), Value>;
+type ListingRound = HashMap<(usize, String), Arc<Listed>>;
 
 /// A listed entry as judged: as the server sent it, its decision-cache key, the
 /// detector's decision, its name, the pin check's verdict.
@@ -100,7 +100,7 @@ struct Tables {
     held: HashMap<(Channel, String), Verdict>,
     /// The latest definition of each tool as its server listed it, by (upstream,
     /// upstream name).
-    defs: HashMap<(usize, String), Value>,
+    defs: HashMap<(usize, String), Arc<Listed>>,
     /// Structural metadata decisions already recorded (one record per distinct
     /// definition and name context, not one per list).
     recorded: Lru<String, ()>,
@@ -548,9 +548,12 @@ impl Gateway {
             ListKind::Tools => drained
                 .iter()
                 .flat_map(|(i, entries)| {
-                    entries
-                        .iter()
-                        .map(|e| ((*i, entry_ident(kind, templates, e)), e.clone()))
+                    entries.iter().map(|e| {
+                        (
+                            (*i, entry_ident(kind, templates, e)),
+                            Listed::new(e.clone()),
+                        )
+                    })
                 })
                 .collect(),
             _ => ListingRound::new(),
@@ -628,11 +631,11 @@ impl Gateway {
             .collect();
         // The listing as the server sent it: a tool is checked for being a copy
         // of a sibling ([`Self::other_tools`]).
-        let siblings: Vec<(String, Value)> = match kind {
+        let siblings: Vec<(String, Arc<Listed>)> = match kind {
             ListKind::Tools => listed
                 .iter()
                 .cloned()
-                .zip(entries.iter().cloned())
+                .zip(entries.iter().cloned().map(Listed::new))
                 .collect(),
             _ => Vec::new(),
         };
@@ -660,7 +663,9 @@ impl Gateway {
             let mut hidden = false;
             if kind == ListKind::Tools {
                 // Calls are checked against what the server lists now.
-                self.tables().defs.insert((upstream, ident.clone()), live);
+                self.tables()
+                    .defs
+                    .insert((upstream, ident.clone()), Listed::new(live));
             }
             if verdict.passes() && decided.forward {
                 let d = self
@@ -790,7 +795,7 @@ impl Gateway {
         ident: &str,
         raw: &Value,
         shown: Value,
-        siblings: &[(String, Value)],
+        siblings: &[(String, Arc<Listed>)],
         round: &ListingRound,
     ) -> Result<ToolDecision, McpError> {
         let (metadata, others) = match kind {
@@ -804,7 +809,7 @@ impl Gateway {
                     // Other servers' definitions, for the copy checks: every
                     // one for a tool that promotes itself, else those whose
                     // description is in this one's.
-                    &crate::structural::copy_candidates(raw),
+                    &crate::structural::copy_candidates(&Listed::new(raw.clone())),
                 ),
             ),
             ListKind::Prompts => (DefinitionKind::Prompt, Vec::new()),
@@ -816,24 +821,16 @@ impl Gateway {
                 })
             }
         };
-        let context = sha256_hex(
-            format!(
-                "{key}\n{}",
-                others
-                    .iter()
-                    .map(|o| {
-                        let def = o
-                            .def
-                            .as_ref()
-                            .map(|d| sha256_hex(d.to_string().as_bytes()))
-                            .unwrap_or_default();
-                        format!("{}/{} {def}", o.server, o.name)
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            )
-            .as_bytes(),
-        );
+        let context = {
+            use sha2::{Digest, Sha256};
+            let mut h = Sha256::new();
+            h.update(key.as_bytes());
+            for o in &others {
+                let def = o.def.as_ref().map(|d| d.hash.as_str()).unwrap_or_default();
+                h.update(format!("\n{}/{} {def}", o.server, o.name).as_bytes());
+            }
+            format!("{:x}", h.finalize())
+        };
         let log = self.tables().recorded.insert(context, ());
         self.structural
             .definition_metadata(
@@ -937,14 +934,14 @@ impl Gateway {
         &self,
         upstream: usize,
         name: &str,
-        siblings: &[(String, Value)],
+        siblings: &[(String, Arc<Listed>)],
         round: &ListingRound,
-        with_def: &dyn Fn(&Value) -> bool,
+        with_def: &dyn Fn(&Listed) -> bool,
     ) -> Vec<OtherTool> {
         let me = self.upstreams[upstream].name();
         let t = self.tables();
         let in_round: HashSet<usize> = round.keys().map(|(u, _)| *u).collect();
-        let others: Vec<(&(usize, String), &Value)> = t
+        let others: Vec<(&(usize, String), &Arc<Listed>)> = t
             .defs
             .iter()
             .filter(|((u, _), _)| !in_round.contains(u))
@@ -1212,7 +1209,13 @@ impl Gateway {
             .cloned();
         let verdict = self
             .structural
-            .call(&self.inspector, &server, &route.name, def.as_ref(), &args)
+            .call(
+                &self.inspector,
+                &server,
+                &route.name,
+                def.as_deref().map(|l| &l.def),
+                &args,
+            )
             .await
             .map_err(internal)?;
         if !verdict.passes() {

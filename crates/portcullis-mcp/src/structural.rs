@@ -95,14 +95,37 @@ pub mod meta {
 /// The stage name of a human decision's record.
 pub const STAGE_REVIEW: &str = "review";
 
+/// A tool's definition as its server listed it, shared (behind an `Arc`) by
+/// every check of a listing that reads it. A listing of n tools compares each
+/// with the n - 1 others, so what those comparisons need of a definition is
+/// computed here once, not once per pair.
+#[derive(Debug)]
+pub struct Listed {
+    pub def: Value,
+    /// [`pins::hash`] of the definition.
+    pub hash: String,
+    /// Its description as the copy checks compare descriptions
+    /// ([`portcullis_controls::names::squashed_description`]).
+    squashed: String,
+}
+
+impl Listed {
+    pub fn new(def: Value) -> std::sync::Arc<Listed> {
+        std::sync::Arc::new(Listed {
+            hash: pins::hash(&def),
+            squashed: portcullis_controls::names::squashed_description(&def),
+            def,
+        })
+    }
+}
+
 /// Which other servers' definitions the copy checks of `def` need: every one
 /// when `def` promotes itself (a preference manipulation phrase in a
 /// description or title: the promoted-copy check), else those whose
 /// description is in its own (the extended-copy check).
-pub fn copy_candidates(def: &Value) -> impl Fn(&Value) -> bool {
-    let promotes = !portcullis_controls::redirect::preference(def).is_empty();
-    let mine = portcullis_controls::names::squashed_description(def);
-    move |d: &Value| promotes || portcullis_controls::names::may_copy(&mine, d)
+pub fn copy_candidates(def: &Listed) -> impl Fn(&Listed) -> bool + '_ {
+    let promotes = !portcullis_controls::redirect::preference(&def.def).is_empty();
+    move |d: &Listed| promotes || portcullis_controls::names::may_copy(&def.squashed, &d.squashed)
 }
 
 /// The decision record of a human decision at review: about the same subject as
@@ -398,7 +421,7 @@ pub struct OtherTool {
     pub server: String,
     pub relation: Relation,
     pub name: String,
-    pub def: Option<Value>,
+    pub def: Option<std::sync::Arc<Listed>>,
 }
 
 /// What the egress controls found on one call, as they find it.
@@ -652,7 +675,7 @@ impl Structural {
                 server: &o.server,
                 name: &o.name,
                 relation: o.relation,
-                def: o.def.as_ref(),
+                def: o.def.as_deref().map(|l| &l.def),
             }),
             MetadataPolicy {
                 names: &self.config.names,
