@@ -176,10 +176,15 @@ async def py_session(command: list[str], env: dict[str, str], cwd: str, steps: l
         return types.ElicitResult(action="decline")
 
     params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=cwd)
+    # Seconds from the start to `initialize` answered, and each listing's (all
+    # its pages): not compared, printed by together.py.
+    out["seconds"] = {}
+    t0 = time.monotonic()
     async with Client(
         stdio_client(params, errlog=errlog), mode="legacy", read_timeout_seconds=REQUEST_TIMEOUT,
         sampling_callback=on_sampling, elicitation_callback=on_elicitation, cache=None,
     ) as client:
+        out["seconds"]["initialize"] = round(time.monotonic() - t0, 2)
         caps = client.server_capabilities
         out["init"] = {
             "protocol_version": client.protocol_version, "server_info": dump(client.server_info),
@@ -189,6 +194,7 @@ async def py_session(command: list[str], env: dict[str, str], cwd: str, steps: l
         async def list_all(name: str, fn, key: str) -> None:
             items: list = []
             cursor = None
+            started = time.monotonic()
             try:
                 for _ in range(50):
                     r = await fn(cursor=cursor)
@@ -197,6 +203,7 @@ async def py_session(command: list[str], env: dict[str, str], cwd: str, steps: l
                     if not cursor:
                         break
                 out[name] = items
+                out["seconds"][name] = round(time.monotonic() - started, 2)
             except Exception as e:  # a listing the server does not implement is recorded
                 out["list_errors"][name] = f"{type(e).__name__}: {e}"
 

@@ -129,7 +129,8 @@ def run_together(chosen: list[S.Server], portcullis: Path, work: Path, web: str,
             g = {"fatal": f"{type(ex).__name__}: {ex}", "trace": traceback.format_exc()[-3000:]}
     (gw / "transcript.json").write_text(json.dumps(g, indent=1, ensure_ascii=False))
     out: dict[str, Any] = {"servers": [e["name"] for e in entries], "fatal": g.get("fatal"),
-                           "held": [], "withheld": [], "diffs": [], "notices": [], "items": 0}
+                           "held": [], "withheld": [], "diffs": [], "notices": [], "items": 0,
+                           "seconds_through_gateway": g.get("seconds", {})}
     if g.get("fatal"):
         return out
     recs = R.read_audit(audit)
@@ -210,6 +211,9 @@ def main() -> int:
     print(f"together: {len(res['servers'])} servers behind one gateway, {res['items']} items inspected, "
           f"{len(res['held'])} held, {len(res['withheld'])} withheld, {len(res['diffs'])} differences, "
           f"{len(res['notices'])} notices ({res['seconds']} s; work files in {work})")
+    if res.get("seconds_through_gateway"):
+        print("together: through the gateway, seconds: " + ", ".join(
+            f"{k} {v}" for k, v in res["seconds_through_gateway"].items()))
     if res["fatal"]:
         print(f"together: FAIL the session through the gateway failed: {res['fatal']}")
         return 1
