@@ -62,6 +62,8 @@ pub struct DefinitionValues {
     servers: HashMap<String, HashMap<String, Vec<String>>>,
     /// token → the (server, tool) definitions that carry it.
     by_value: HashMap<String, BTreeSet<(String, String)>>,
+    /// server → the URIs of the resources it lists.
+    resources: HashMap<String, HashSet<String>>,
 }
 
 /// Whether a token of a definition is an operand: a value, by the one rule
@@ -143,6 +145,14 @@ impl DefinitionValues {
         self.reindex();
     }
 
+    /// Replace what is known of the resources `server` lists with `uris`.
+    pub fn resources<'a>(&mut self, server: &str, uris: impl IntoIterator<Item = &'a str>) {
+        self.resources.insert(
+            server.to_string(),
+            uris.into_iter().map(str::to_string).collect(),
+        );
+    }
+
     /// The `initialize` instructions of `server` as the client was shown them.
     pub fn instructions(&mut self, server: &str, text: &str) {
         let values = definition_tokens(&serde_json::json!({ "description": text }), self.min_len);
@@ -172,7 +182,11 @@ impl DefinitionValues {
     }
 
     /// Values of other tools' definitions in the arguments of a call to
-    /// `server`/`tool`, one per argument and origin.
+    /// `server`/`tool`, one per argument and origin. An argument that is (as a
+    /// whole) the URI of a resource `server` lists is its own: a definition that
+    /// names it points the model at the server's own listed data, read from that
+    /// server (basic-memory's `search_notes` names its manual page
+    /// `memory://man/search-notes(3)`, which it lists and serves).
     pub fn matches(&self, server: &str, tool: &str, args: &Value) -> Vec<DefinitionMatch> {
         let mut out = Vec::new();
         if self.by_value.is_empty() {
@@ -182,7 +196,11 @@ impl DefinitionValues {
         crate::taint::collect(args, "$".into(), &mut strings);
         let own = (server.to_string(), tool.to_string());
         let own_instructions = (server.to_string(), String::new());
+        let own_resources = self.resources.get(server);
         for (path, s) in strings {
+            if own_resources.is_some_and(|r| r.contains(s.trim())) {
+                continue;
+            }
             // Tokens of the percent-decoded text too, when decoding changes it.
             let decoded = match percent_encoding::percent_decode_str(&s).decode_utf8() {
                 Ok(std::borrow::Cow::Owned(d)) => d,
@@ -402,5 +420,32 @@ mod tests {
         assert!(d
             .matches("files", "read_file", &json!({"path": "run/indexer.pid"}))
             .is_empty());
+    }
+
+    #[test]
+    fn a_resource_its_server_lists_is_read_from_that_server_without_a_finding() {
+        let mut d = DefinitionValues::new(8);
+        list(
+            &mut d,
+            "memory",
+            &[(
+                "search_notes",
+                json!({"name": "search_notes",
+                    "description": "Search notes. Syntax: read memory://man/search-notes(3)."}),
+            )],
+        );
+        let read = json!({"uri": "memory://man/search-notes(3)"});
+        // Not yet known as a resource of the server: the definition steers.
+        assert_eq!(d.matches("memory", "resources/read", &read).len(), 1);
+        d.resources("memory", ["memory://man/search-notes(3)", "memory://man"]);
+        assert!(d.matches("memory", "resources/read", &read).is_empty());
+        // Passed to another server, or inside a longer text, it is still the
+        // definition's value.
+        assert_eq!(d.matches("files", "resources/read", &read).len(), 1);
+        let quoted = json!({"text": "see memory://man/search-notes(3) now"});
+        assert_eq!(d.matches("memory", "write_note", &quoted).len(), 1);
+        // The list is replaced by the server's next listing.
+        d.resources("memory", ["memory://man"]);
+        assert_eq!(d.matches("memory", "resources/read", &read).len(), 1);
     }
 }

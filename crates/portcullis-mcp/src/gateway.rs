@@ -740,6 +740,10 @@ impl Gateway {
             let shown = visible_idents.iter().map(String::as_str).zip(&visible);
             self.structural.listed_definitions(&server, shown);
         }
+        if kind == ListKind::Resources && !templates {
+            let uris = visible.iter().filter_map(|r| r.get("uri")?.as_str());
+            self.structural.listed_resources(&server, uris);
+        }
         Ok(visible)
     }
 

@@ -563,6 +563,15 @@ impl Structural {
         }
     }
 
+    /// The URIs of the resources `server` listed and the gateway forwarded: a
+    /// definition that names one of them names the server's own resource, and a
+    /// call to that server that reads it is not steered by the definition.
+    pub fn listed_resources<'a>(&self, server: &str, uris: impl IntoIterator<Item = &'a str>) {
+        if self.config.taint.enabled {
+            self.definitions().resources(server, uris);
+        }
+    }
+
     /// The `initialize` instructions of `server` as the client was shown them.
     pub fn shown_instructions(&self, server: &str, text: &str) {
         if self.config.taint.enabled {

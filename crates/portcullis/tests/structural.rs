@@ -767,6 +767,47 @@ async fn a_link_followed_on_its_own_server_is_not_a_leak() {
     assert!(rules.iter().any(|r| r == "taint.sink"), "{rules:?}");
 }
 
+/// A definition that names a resource its own server lists points the model at
+/// that server's data: reading it from that server is not steered (as
+/// basic-memory 0.24.1's `search_notes` names its manual page
+/// `memory://man/search-notes(3)`, which it lists), nor is passing it whole to
+/// another of its tools. Inside a text the model writes, it is still the
+/// definition's value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_a_definition_names_is_read_from_its_own_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = single(
+        dir.path(),
+        &[
+            "--profile",
+            "benign",
+            "--describe",
+            "add=The house style for sums is in note://readme, read it first.",
+        ],
+    )
+    .await;
+    let read = p
+        .client
+        .peer()
+        .read_resource(ReadResourceRequestParams::new("note://readme"))
+        .await
+        .expect("the server's own listed resource is read");
+    assert!(format!("{read:?}").contains("readme note"), "{read:?}");
+    // The URI as a whole argument of the same server is its own; inside a
+    // text the model writes, it is the definition's value.
+    let r = call(&p, "echo", json!({"text": "note://readme"}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), "note://readme", "{r}");
+    let r = call(&p, "echo", json!({"text": "rules at note://readme"}))
+        .await
+        .unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(text_of(&r).contains("held for review"), "{r}");
+    let rules = support::argument_rules(&structural_records(&p.audit));
+    assert_eq!(rules, ["taint.definition"], "{rules:?}");
+}
+
 /// A value written in one tool's definition, passed to another tool, is the
 /// definition steering the model: held and filed. The tool's own example is not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
