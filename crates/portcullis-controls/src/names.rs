@@ -511,10 +511,7 @@ impl Mentions {
 
     /// Whether `spaced` holds ` {o} `.
     fn names_word(&self, o: &str) -> bool {
-        let s = self.spaced.as_bytes();
-        self.spaced
-            .match_indices(o)
-            .any(|(i, _)| i > 0 && s[i - 1] == b' ' && s.get(i + o.len()) == Some(&b' '))
+        self.spaced.contains(&format!(" {o} "))
     }
 }
 
@@ -752,6 +749,8 @@ mod tests {
         assert!(!words.of_identifier("current_time"));
         assert!(!words.of_identifier("merge_cells"));
         assert!(!Mentions::new("Uses send_emails.").of_identifier("send_email"));
+        // A dotted name is found after a near miss that overlaps it.
+        assert!(Mentions::new("zab ab.ab").of_identifier("ab.ab"));
     }
 
     #[test]
