@@ -442,16 +442,28 @@ fn adds_optional_properties(schema: Option<&Value>, original: Option<&Value>) ->
     if required.any(|r| added.iter().any(|a| a.as_str() == r)) {
         return false;
     }
-    let mut trimmed = schema.clone();
-    if let Some(p) = trimmed.get_mut("properties").and_then(Value::as_object_mut) {
-        p.retain(|k, _| !added.iter().any(|a| a.as_str() == k));
-    }
-    if theirs.is_none() {
-        if let Some(t) = trimmed.as_object_mut() {
-            t.remove("properties");
+    // `schema` with the added properties taken out (and `properties` itself
+    // when the original has none) equals `original`: compared in place, not on
+    // a copy (siblings are compared pairwise).
+    let (Some(mine), Some(orig)) = (schema.as_object(), original.as_object()) else {
+        return false;
+    };
+    let same_rest = mine
+        .iter()
+        .filter(|(k, _)| k.as_str() != "properties")
+        .all(|(k, v)| orig.get(k) == Some(v))
+        && orig.keys().filter(|k| k.as_str() != "properties").count() == mine.len() - 1;
+    let same_properties = match theirs {
+        Some(t) => {
+            properties.len() - added.len() == t.len()
+                && properties
+                    .iter()
+                    .filter(|(k, _)| !added.contains(k))
+                    .all(|(k, v)| t.get(k) == Some(v))
         }
-    }
-    &trimmed == original
+        None => !orig.contains_key("properties"),
+    };
+    same_rest && same_properties
 }
 
 /// Whether a description names `other` (another server's tool) as a word.
@@ -464,17 +476,26 @@ pub fn mentions(description: &str, other: &str) -> bool {
 /// text and its word form are computed here, not once per name.
 pub struct Mentions {
     spaced: String,
+    /// The space-separated tokens of `spaced`: a name without a space is in
+    /// `spaced` as ` {name} ` exactly when it is one of them.
+    tokens: std::collections::HashSet<String>,
     words: String,
 }
 
 impl Mentions {
     pub fn new(text: &str) -> Mentions {
+        let spaced = format!(
+            " {} ",
+            text.to_lowercase()
+                .replace(|c: char| !c.is_alphanumeric() && c != '_' && c != '-', " ")
+        );
         Mentions {
-            spaced: format!(
-                " {} ",
-                text.to_lowercase()
-                    .replace(|c: char| !c.is_alphanumeric() && c != '_' && c != '-', " ")
-            ),
+            tokens: spaced
+                .split(' ')
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect(),
+            spaced,
             words: padded_words(text),
         }
     }
@@ -509,15 +530,178 @@ impl Mentions {
         self.names_word(&o) || (o.contains(['_', '-']) && self.words.contains(&padded_words(other)))
     }
 
-    /// Whether `spaced` holds ` {o} `.
+    /// Whether `spaced` holds ` {o} ` (a lookup, not a search, unless `o`
+    /// has a space: a listing of hundreds of tools asks this of every pair).
     fn names_word(&self, o: &str) -> bool {
-        self.spaced.contains(&format!(" {o} "))
+        if o.contains(' ') {
+            self.spaced.contains(&format!(" {o} "))
+        } else {
+            !o.is_empty() && self.tokens.contains(o)
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`adds_optional_properties`] as first written (on a copy of the schema).
+    fn adds_optional_properties_as_first_written(
+        schema: Option<&Value>,
+        original: Option<&Value>,
+    ) -> bool {
+        let (Some(schema), Some(original)) = (schema, original) else {
+            return false;
+        };
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+            return false;
+        };
+        let theirs = original.get("properties").and_then(Value::as_object);
+        let added: Vec<&String> = properties
+            .keys()
+            .filter(|k| !theirs.is_some_and(|t| t.contains_key(k.as_str())))
+            .collect();
+        if added.is_empty() {
+            return false;
+        }
+        let mut required = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str);
+        if required.any(|r| added.iter().any(|a| a.as_str() == r)) {
+            return false;
+        }
+        let mut trimmed = schema.clone();
+        if let Some(p) = trimmed.get_mut("properties").and_then(Value::as_object_mut) {
+            p.retain(|k, _| !added.iter().any(|a| a.as_str() == k));
+        }
+        if theirs.is_none() {
+            if let Some(t) = trimmed.as_object_mut() {
+                t.remove("properties");
+            }
+        }
+        &trimmed == original
+    }
+
+    /// A name is looked up among a text's tokens exactly when the padded search
+    /// finds it: every tool name of the harvest in 100 of its descriptions.
+    #[test]
+    fn a_name_is_a_token_exactly_when_the_padded_search_finds_it() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../corpus/harvest/tool_definition.jsonl"
+        );
+        let text = std::fs::read_to_string(path).expect("corpus/harvest/tool_definition.jsonl");
+        let tools: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|v| v["tool"].clone())
+            .collect();
+        let names: Vec<String> = tools
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .flat_map(|n| {
+                let o = n.to_lowercase();
+                [o.replace('.', " "), o]
+            })
+            .collect();
+        let mut found = 0;
+        for t in tools.iter().step_by(48).take(100) {
+            let m = Mentions::new(t["description"].as_str().unwrap_or_default());
+            for o in &names {
+                let searched = m.spaced.contains(&format!(" {o} "));
+                assert_eq!(m.names_word(o), searched, "{o:?} in {:?}", m.spaced);
+                found += usize::from(searched);
+            }
+        }
+        assert!(found > 50, "{found}");
+    }
+
+    /// The in-place comparison decides as the copy did: on every pair of input
+    /// schemas of the harvest (4,837 real tools; each schema beside itself with
+    /// one optional property more, too) and on the edges of the rule.
+    #[test]
+    fn added_optional_properties_are_found_as_first_written() {
+        use serde_json::json;
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../corpus/harvest/tool_definition.jsonl"
+        );
+        let text = std::fs::read_to_string(path).expect("corpus/harvest/tool_definition.jsonl");
+        let mut schemas: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|v| v["tool"]["inputSchema"].clone())
+            .collect();
+        schemas.sort_by_key(|s| s.to_string());
+        schemas.dedup();
+        let mut with_one_more: Vec<(Value, Value)> = Vec::new();
+        for s in schemas.iter().take(600) {
+            let mut more = s.clone();
+            if let Some(p) = more.get_mut("properties").and_then(Value::as_object_mut) {
+                p.insert("extra_note".into(), json!({"type": "string"}));
+            }
+            with_one_more.push((more, s.clone()));
+        }
+        let mut found = 0;
+        for (a, b) in with_one_more.iter() {
+            let (x, y) = (Some(a), Some(b));
+            assert_eq!(
+                adds_optional_properties(x, y),
+                adds_optional_properties_as_first_written(x, y),
+                "{a} / {b}"
+            );
+            found += usize::from(adds_optional_properties(x, y));
+        }
+        assert!(found > 300, "{found}");
+        for a in schemas.iter().take(300) {
+            for b in schemas.iter().take(300) {
+                let (x, y) = (Some(a), Some(b));
+                assert_eq!(
+                    adds_optional_properties(x, y),
+                    adds_optional_properties_as_first_written(x, y),
+                    "{a} / {b}"
+                );
+            }
+        }
+        let edges = [
+            (
+                json!({"type": "object", "properties": {"a": {}}}),
+                json!({"type": "object"}),
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {}}}),
+                json!({"type": "object", "properties": null}),
+            ),
+            (
+                json!({"properties": {"a": {}, "b": {}}, "x": 1}),
+                json!({"properties": {"b": {}}}),
+            ),
+            (
+                json!({"properties": {"a": {}, "b": {}}}),
+                json!({"properties": {"b": {}}, "x": 1}),
+            ),
+            (
+                json!({"properties": {"a": {}, "b": {"t": 2}}}),
+                json!({"properties": {"b": {"t": 1}}}),
+            ),
+            (
+                json!({"properties": {"a": {}}, "required": ["a"]}),
+                json!({"required": ["a"]}),
+            ),
+            (json!({"properties": {"a": {}}}), json!("not an object")),
+        ];
+        for (a, b) in &edges {
+            let (x, y) = (Some(a), Some(b));
+            assert_eq!(
+                adds_optional_properties(x, y),
+                adds_optional_properties_as_first_written(x, y),
+                "{a} / {b}"
+            );
+        }
+    }
 
     #[test]
     fn classifies_collisions_confusables_separators_suffixes_and_typos() {
