@@ -645,7 +645,10 @@ impl Gateway {
             (ListKind::Resources, true) => Some(pin_kind::RESOURCE_TEMPLATE),
             (ListKind::Resources, false) => None,
         };
-        for entry in entries {
+        for (i, entry) in entries.into_iter().enumerate() {
+            // This tool as listed, shared with its siblings' checks (its digest
+            // and description computed once).
+            let as_listed = siblings.get(i).map(|(_, l)| Arc::clone(l));
             let (
                 Judged {
                     raw,
@@ -661,15 +664,27 @@ impl Gateway {
             let mut shown = decided.value.clone();
             let mut verdict = verdict;
             let mut hidden = false;
+            // The definition judged is the one listed, unless a pinned version
+            // is shown instead.
+            let judged_as_listed = as_listed.clone().filter(|l| l.def == raw);
             if kind == ListKind::Tools {
                 // Calls are checked against what the server lists now.
-                self.tables()
-                    .defs
-                    .insert((upstream, ident.clone()), Listed::new(live));
+                let live = as_listed.unwrap_or_else(|| Listed::new(live));
+                self.tables().defs.insert((upstream, ident.clone()), live);
             }
             if verdict.passes() && decided.forward {
                 let d = self
-                    .metadata(upstream, kind, &key, &ident, &raw, shown, &siblings, round)
+                    .metadata(
+                        upstream,
+                        kind,
+                        &key,
+                        &ident,
+                        &raw,
+                        judged_as_listed.as_deref(),
+                        shown,
+                        &siblings,
+                        round,
+                    )
                     .await?;
                 shown = d.shown;
                 verdict = d.verdict;
@@ -798,10 +813,19 @@ impl Gateway {
         key: &str,
         ident: &str,
         raw: &Value,
+        raw_as_listed: Option<&Listed>,
         shown: Value,
         siblings: &[(String, Arc<Listed>)],
         round: &ListingRound,
     ) -> Result<ToolDecision, McpError> {
+        let fresh;
+        let me = match raw_as_listed {
+            Some(l) => l,
+            None => {
+                fresh = Listed::new(raw.clone());
+                &fresh
+            }
+        };
         let (metadata, others) = match kind {
             ListKind::Tools => (
                 DefinitionKind::Tool,
@@ -813,7 +837,7 @@ impl Gateway {
                     // Other servers' definitions, for the copy checks: every
                     // one for a tool that promotes itself, else those whose
                     // description is in this one's.
-                    &crate::structural::copy_candidates(&Listed::new(raw.clone())),
+                    &crate::structural::copy_candidates(me),
                 ),
             ),
             ListKind::Prompts => (DefinitionKind::Prompt, Vec::new()),
@@ -831,7 +855,9 @@ impl Gateway {
             h.update(key.as_bytes());
             for o in &others {
                 let def = o.def.as_ref().map(|d| d.hash.as_str()).unwrap_or_default();
-                h.update(format!("\n{}/{} {def}", o.server, o.name).as_bytes());
+                for part in ["\n", &o.server, "/", &o.name, " ", def] {
+                    h.update(part.as_bytes());
+                }
             }
             format!("{:x}", h.finalize())
         };
