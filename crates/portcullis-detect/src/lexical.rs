@@ -218,6 +218,62 @@ pub fn chunks(text: &str) -> Vec<&str> {
     out
 }
 
+/// The longest stretch of a text that must carry the model's evidence on its own
+/// (see [`stretches`]).
+pub const STRETCH_BYTES: usize = 512;
+/// How far one stretch starts after the one before (at least): stretches overlap
+/// by half, so an instruction up to half a stretch long is whole in one of them.
+const STRETCH_STEP: usize = STRETCH_BYTES / 2;
+
+/// The stretches of a text longer than [`STRETCH_BYTES`] that the lexical stage
+/// scores on their own: runs of whole non-blank lines of at most that many bytes
+/// (a longer line alone), one starting at least every [`STRETCH_STEP`] bytes.
+/// Byte ranges without the line breaks; empty for a shorter text, which is its
+/// own only stretch.
+///
+/// Why: the model's margin over n features of the same mild weight grows like
+/// the square root of n, so a long benign document whose every paragraph is
+/// unremarkable (deployment steps, a support e-mail) can score as high as an
+/// instruction. An injection is written somewhere: some stretch of it scores on
+/// its own. Lines, not bytes, so a stretch does not cut a sentence of a list or
+/// a log in two.
+pub fn stretches(text: &str) -> Vec<(usize, usize)> {
+    if text.len() <= STRETCH_BYTES {
+        return Vec::new();
+    }
+    let mut lines: Vec<(usize, usize)> = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        if !body.trim().is_empty() {
+            lines.push((at, at + body.len()));
+        }
+        at += line.len();
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let (start, mut end) = lines[i];
+        let mut j = i + 1;
+        while j < lines.len() && lines[j].1 - start <= STRETCH_BYTES {
+            end = lines[j].1;
+            j += 1;
+        }
+        out.push((start, end));
+        if j == lines.len() {
+            break;
+        }
+        // The next stretch starts at the first line at least a step further on,
+        // and never later than the line after this stretch.
+        let mut k = i + 1;
+        while k < j && lines[k].0 < start + STRETCH_STEP {
+            k += 1;
+        }
+        i = k;
+    }
+    out
+}
+
 /// The fewest words a text needs for the lexical model to score it: the model was
 /// never trained on shorter texts of a definition (names, keys, enum values: see
 /// `portcullis_eval::train::examples_by_channel`), and a two-word identifier such
@@ -568,6 +624,45 @@ mod tests {
             };
             proptest::prop_assert_eq!(model.margin(&v).to_bits(), expected.to_bits());
         }
+    }
+
+    #[test]
+    fn stretches_cover_every_line_in_runs_no_longer_than_a_stretch() {
+        assert!(
+            stretches(&"word ".repeat(100)).is_empty(),
+            "500 bytes is one stretch"
+        );
+        let lines: Vec<String> = (0..60)
+            .map(|i| format!("line {i} {}", "x".repeat(i % 23)))
+            .collect();
+        let text = lines.join("\n\n") + "\n";
+        let got = stretches(&text);
+        assert!(got.len() > 2, "{got:?}");
+        for &(s, e) in &got {
+            assert!(e - s <= STRETCH_BYTES, "{s}..{e}");
+            assert!(!text[s..e].starts_with('\n') && !text[s..e].ends_with('\n'));
+        }
+        // Every line is whole in some stretch.
+        let mut at = 0;
+        for line in text.split_inclusive('\n') {
+            let body = line.trim_end_matches('\n');
+            if !body.is_empty() {
+                let (s, e) = (at, at + body.len());
+                assert!(
+                    got.iter().any(|&(a, b)| a <= s && e <= b),
+                    "line at {s} uncovered"
+                );
+            }
+            at += line.len();
+        }
+        // Overlapping by about half: each starts at least a step after the last.
+        for w in got.windows(2) {
+            assert!(w[1].0 >= w[0].0 + STRETCH_STEP || w[1].0 > w[0].1, "{w:?}");
+            assert!(w[1].0 <= w[0].1 + 2, "a gap between {w:?}");
+        }
+        // A line longer than a stretch is a stretch of its own.
+        let long = format!("short one\n{}\nshort two", "y".repeat(900));
+        assert_eq!(stretches(&long), vec![(0, 9), (10, 910), (911, 920)]);
     }
 
     #[test]

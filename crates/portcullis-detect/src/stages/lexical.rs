@@ -1,24 +1,40 @@
 //! The lexical stage: the calibrated probability of the hashed n-gram model over
-//! the item's distinct normalized views (see `crate::lexical`).
+//! the item's distinct normalized views (see `crate::lexical`), for a long text
+//! no higher than its loudest stretch's (`crate::lexical::stretches`).
 
 use super::{Stage, StageInput, StageResult};
-use crate::lexical::LexicalModel;
+use crate::lexical::{LexicalModel, STRETCH_BYTES};
+use crate::normalize::normalize;
+use crate::pipeline::kind_and_target;
 use crate::DetectError;
-use portcullis_core::{Channel, Config, LexicalConfig};
+use portcullis_core::{Channel, Config, LexicalConfig, NormalizeConfig};
 use std::sync::Arc;
 
 pub const NAME: &str = "lexical";
+
+/// Below this probability a long text's stretches are not scored: capping can
+/// only lower a score, and no preset's threshold is below it (`calibrate` puts
+/// every threshold above the weight of a finding without a floor, at least the
+/// `low` severity's 0.2). A fifth of benign real tool results over 512 bytes
+/// reach 0.1, a thirteenth 0.2: the stretches cost what a second inspection of
+/// the text costs, on those only.
+const STRETCH_GATE: f64 = 0.2;
 
 include!(concat!(env!("OUT_DIR"), "/embedded_lexical.rs"));
 
 #[derive(Debug)]
 pub struct LexicalStage {
     model: Arc<LexicalModel>,
+    /// How a stretch is normalized: as the pipeline normalized the whole text.
+    normalize: NormalizeConfig,
 }
 
 impl LexicalStage {
     /// Load the configured model (a file, or the one embedded at build time).
-    pub fn new(cfg: &LexicalConfig) -> Result<LexicalStage, DetectError> {
+    pub fn new(
+        cfg: &LexicalConfig,
+        normalize: &NormalizeConfig,
+    ) -> Result<LexicalStage, DetectError> {
         let text = match &cfg.model {
             Some(path) => std::fs::read_to_string(path)
                 .map_err(|e| DetectError::Model(format!("cannot read lexical model {path}: {e}")))?,
@@ -36,11 +52,35 @@ impl LexicalStage {
             LexicalModel::from_json(&text).map_err(|e| DetectError::Model(e.to_string()))?;
         Ok(LexicalStage {
             model: Arc::new(model),
+            normalize: *normalize,
         })
     }
 
     pub fn model(&self) -> &LexicalModel {
         &self.model
+    }
+
+    /// The loudest stretch of a text longer than [`STRETCH_BYTES`]: its byte
+    /// range and the model's probability of it alone, each stretch normalized as
+    /// the whole text was. `None` for a shorter text.
+    fn loudest_stretch(&self, input: &StageInput<'_>) -> Option<((usize, usize), f64)> {
+        let text = input.item.text.as_str();
+        let (kind, _) = kind_and_target(input.item.channel, input.item.is_key);
+        let channel = input.item.channel.as_str();
+        let mut loudest: Option<((usize, usize), f64)> = None;
+        for (start, end) in crate::lexical::stretches(text) {
+            let normalized = normalize(&text[start..end], kind, &self.normalize);
+            let views: Vec<&str> = normalized.views.iter().map(|v| v.text.as_str()).collect();
+            // A stretch too short to score says nothing either way.
+            if !crate::lexical::has_wording(&views) {
+                continue;
+            }
+            let p = self.model.probability_on(&views, channel);
+            if loudest.is_none_or(|(_, q)| p > q) {
+                loudest = Some(((start, end), p));
+            }
+        }
+        loudest
     }
 
     /// The model, for a later stage that ranks text with it.
@@ -78,9 +118,21 @@ impl Stage for LexicalStage {
         if !crate::lexical::has_wording(&views) {
             return StageResult::default();
         }
-        let score = self
+        let whole = self
             .model
             .probability_on(&views, input.item.channel.as_str());
+        // A long text scores no higher than its loudest stretch of at most
+        // STRETCH_BYTES alone: evidence the model finds only by adding up a whole
+        // document is not an instruction written anywhere in it.
+        let mut score = whole;
+        let mut span = (0, input.item.text.len());
+        if whole >= STRETCH_GATE && input.item.text.len() > STRETCH_BYTES {
+            if let Some((stretch, p)) = self.loudest_stretch(input) {
+                if p < whole {
+                    (score, span) = (p, stretch);
+                }
+            }
+        }
         // The field is the evidence (the pipeline fills its path): which text of a
         // structure decided, for records and notices. No excerpt: the text is in
         // the message, and a notice must not echo it.
@@ -91,8 +143,8 @@ impl Stage for LexicalStage {
             deciding_chunk: portcullis_core::ChunkEvidence {
                 index: 0,
                 span: portcullis_core::Span {
-                    start: 0,
-                    end: input.item.text.len(),
+                    start: span.0,
+                    end: span.1,
                 },
                 score,
                 excerpt: String::new(),
@@ -104,5 +156,60 @@ impl Stage for LexicalStage {
             evidence: Some(evidence),
             ..StageResult::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::Target;
+    use portcullis_core::Item;
+    use std::io::Read;
+
+    fn harvested_result(id: &str) -> String {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../corpus/harvest/results.jsonl.gz"
+        );
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(path).expect("the harvest"))
+            .read_to_string(&mut text)
+            .expect("gzip");
+        text.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+            .find(|r| r["id"] == id)
+            .and_then(|r| r["text"].as_str().map(str::to_string))
+            .unwrap_or_else(|| panic!("{id} is not in the harvest"))
+    }
+
+    #[test]
+    fn a_long_texts_score_is_its_loudest_stretchs() {
+        let stage = LexicalStage::new(&LexicalConfig::default(), &NormalizeConfig::default())
+            .expect("the embedded model");
+        // server-filesystem 2026.8.31's `directory_tree` of lodash 4.18.1.
+        let item = Item::new(
+            Channel::ToolResult,
+            harvested_result("harvest_result-003334"),
+        );
+        let normalized = normalize(
+            &item.text,
+            crate::normalize::TextKind::Prose,
+            &stage.normalize,
+        );
+        let views: Vec<&str> = normalized.views.iter().map(|v| v.text.as_str()).collect();
+        let whole = stage.model.probability_on(&views, "tool_result");
+        let input = StageInput {
+            item: &item,
+            normalized: &normalized,
+            target: Target::Text,
+            allowlisted: &|_| false,
+        };
+        let result = stage.run(&input);
+        let ((start, end), loudest) = stage.loudest_stretch(&input).expect("a long text");
+        assert!(whole > 0.5, "the whole text scores {whole:.3}");
+        assert_eq!(result.score, Some(loudest));
+        assert!(loudest < 0.1, "{loudest}");
+        let span = result.evidence.expect("evidence").deciding_chunk.span;
+        assert_eq!((span.start, span.end), (start, end));
     }
 }

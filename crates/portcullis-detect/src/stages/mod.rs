@@ -122,7 +122,7 @@ pub fn registry(config: &Config, rules: Arc<RuleSet>) -> Result<Vec<Box<dyn Stag
     ];
     let mut lexical = None;
     if config.lexical.enabled {
-        let stage = LexicalStage::new(&config.lexical)?;
+        let stage = LexicalStage::new(&config.lexical, &config.normalize)?;
         lexical = Some(stage.shared_model());
         stages.push(Box::new(stage));
     }
