@@ -11,6 +11,8 @@
 //! the maximum of its windows' scores (one injected paragraph in a long document must
 //! not be averaged away). A text of many windows has them scored on up to four
 //! threads; the maximum is the same, bit for bit.
+//! The lexical stage caps a text longer than [`STRETCH_BYTES`] at the score of its
+//! loudest [`stretches`] (a long benign document must not add up to an instruction).
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
