@@ -2,8 +2,11 @@
 //! (`portcullis_detect::lexical::stretches`): real server output that the model
 //! scored high only by adding up hundreds of unremarkable lines.
 
-use portcullis_core::{Channel, Item, Status};
+use portcullis_core::{Channel, Item, LexicalConfig, NormalizeConfig, Status};
 use portcullis_detect::lexical::STRETCH_BYTES;
+use portcullis_detect::normalize::{normalize, TextKind};
+use portcullis_detect::rules::Target;
+use portcullis_detect::stages::{LexicalStage, Stage, StageInput};
 use portcullis_detect::{Detector, RecordMeta};
 use std::io::Read;
 
@@ -48,8 +51,8 @@ fn a_real_directory_tree_is_not_flagged_for_its_length() {
     let d = Detector::with_defaults().unwrap();
     // `directory_tree` of @modelcontextprotocol/server-filesystem 2026.8.31 on
     // lodash 4.18.1 (3,988 bytes of `{"name": "isArray.js", "type": "file"}`):
-    // the model's probability of the whole text is high (the stage's unit test
-    // `a_long_texts_score_is_its_loudest_stretchs`), of no stretch of it.
+    // the model's probability of the whole text is high
+    // (`the_stage_scores_a_long_text_by_its_loudest_stretch`), of no stretch of it.
     let tree = harvested_result("harvest_result-003334");
     let r = inspect(&d, &tree);
     assert_eq!(r.status, Status::Allow, "{:?}", r.reasons);
@@ -75,4 +78,44 @@ fn an_instruction_written_into_a_long_text_is_still_flagged_where_it_is() {
         span.start <= at && at + note.trim().len() <= span.end,
         "the deciding stretch {span:?} does not hold the note at {at}"
     );
+}
+
+#[test]
+fn the_stage_scores_a_long_text_by_its_loudest_stretch() {
+    let stage = LexicalStage::new(&LexicalConfig::default(), &NormalizeConfig::default())
+        .expect("the embedded model");
+    let item = Item::new(
+        Channel::ToolResult,
+        harvested_result("harvest_result-003334"),
+    );
+    let normalized = normalize(&item.text, TextKind::Prose, &NormalizeConfig::default());
+    let views: Vec<&str> = normalized.views.iter().map(|v| v.text.as_str()).collect();
+    let whole = stage.model().probability_on(&views, "tool_result");
+    let result = stage.run(&StageInput {
+        item: &item,
+        normalized: &normalized,
+        target: Target::Text,
+        allowlisted: &|_| false,
+    });
+    assert!(
+        whole > 0.5,
+        "the whole text scores {whole:.3}: no cap to show"
+    );
+    let score = result.score.expect("a score");
+    assert!(score < 0.1, "{score}");
+    let chunk = result.evidence.expect("evidence").deciding_chunk;
+    assert_eq!(chunk.score, score);
+    let (start, end) = (chunk.span.start, chunk.span.end);
+    assert!(
+        end - start <= STRETCH_BYTES && end <= item.text.len(),
+        "{start}..{end}"
+    );
+    // The stretch named scores what the stage says, alone.
+    let stretch = normalize(
+        &item.text[start..end],
+        TextKind::Prose,
+        &NormalizeConfig::default(),
+    );
+    let views: Vec<&str> = stretch.views.iter().map(|v| v.text.as_str()).collect();
+    assert_eq!(stage.model().probability_on(&views, "tool_result"), score);
 }
