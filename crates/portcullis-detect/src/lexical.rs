@@ -200,18 +200,27 @@ pub fn chunks(text: &str) -> Vec<&str> {
     if text.len() <= CHUNK_BYTES {
         return vec![text];
     }
+    windows(text, CHUNK_BYTES, CHUNK_OVERLAP)
+        .into_iter()
+        .map(|(start, end)| &text[start..end])
+        .collect()
+}
+
+/// Byte ranges of windows of at most `len` bytes over `text`, each starting
+/// `overlap` bytes before the last one ended, all on char boundaries.
+fn windows(text: &str, len: usize, overlap: usize) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut start = 0;
     while start < text.len() {
-        let mut end = (start + CHUNK_BYTES).min(text.len());
+        let mut end = (start + len).min(text.len());
         while !text.is_char_boundary(end) {
             end -= 1;
         }
-        out.push(&text[start..end]);
+        out.push((start, end));
         if end == text.len() {
             break;
         }
-        let mut next = end.saturating_sub(CHUNK_OVERLAP).max(start + 1);
+        let mut next = end.saturating_sub(overlap).max(start + 1);
         while !text.is_char_boundary(next) {
             next += 1;
         }
@@ -223,57 +232,25 @@ pub fn chunks(text: &str) -> Vec<&str> {
 /// The longest stretch of a text that must carry the model's evidence on its own
 /// (see [`stretches`]).
 pub const STRETCH_BYTES: usize = 512;
-/// How far one stretch starts after the one before (at least): stretches overlap
-/// by half, so an instruction up to half a stretch long is whole in one of them.
-const STRETCH_STEP: usize = STRETCH_BYTES / 2;
 
 /// The stretches of a text longer than [`STRETCH_BYTES`] that the lexical stage
-/// scores on their own: runs of whole non-blank lines of at most that many bytes
-/// (a longer line alone), one starting at least every [`STRETCH_STEP`] bytes.
-/// Byte ranges without the line breaks; empty for a shorter text, which is its
-/// own only stretch.
+/// scores on their own: windows of at most that many bytes, each starting half a
+/// stretch after the one before (on char boundaries), so any run of up to about
+/// half a stretch — an instruction, wherever its line breaks fall — is whole in
+/// one of them. Empty for a shorter text, which is its own only stretch.
 ///
 /// Why: the model's margin over n features of the same mild weight grows like
-/// the square root of n, so a long benign document whose every paragraph is
-/// unremarkable (deployment steps, a support e-mail) can score as high as an
-/// instruction. An injection is written somewhere: some stretch of it scores on
-/// its own. Lines, not bytes, so a stretch does not cut a sentence of a list or
-/// a log in two.
+/// the square root of n, so a long benign document whose every part is
+/// unremarkable (a directory tree, deployment steps, a support e-mail) can score
+/// as high as an instruction. An injection is written somewhere: some stretch of
+/// it scores on its own. Bytes, not lines: a text whose lines are long (or that
+/// is one line) is capped like any other, and splitting an instruction across a
+/// line break cannot keep it out of every stretch.
 pub fn stretches(text: &str) -> Vec<(usize, usize)> {
     if text.len() <= STRETCH_BYTES {
         return Vec::new();
     }
-    let mut lines: Vec<(usize, usize)> = Vec::new();
-    let mut at = 0;
-    for line in text.split_inclusive('\n') {
-        let body = line.trim_end_matches(['\n', '\r']);
-        if !body.trim().is_empty() {
-            lines.push((at, at + body.len()));
-        }
-        at += line.len();
-    }
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let (start, mut end) = lines[i];
-        let mut j = i + 1;
-        while j < lines.len() && lines[j].1 - start <= STRETCH_BYTES {
-            end = lines[j].1;
-            j += 1;
-        }
-        out.push((start, end));
-        if j == lines.len() {
-            break;
-        }
-        // The next stretch starts at the first line at least a step further on,
-        // and never later than the line after this stretch.
-        let mut k = i + 1;
-        while k < j && lines[k].0 < start + STRETCH_STEP {
-            k += 1;
-        }
-        i = k;
-    }
-    out
+    windows(text, STRETCH_BYTES, STRETCH_BYTES / 2)
 }
 
 /// The fewest words a text needs for the lexical model to score it: the model was
@@ -629,42 +606,36 @@ mod tests {
     }
 
     #[test]
-    fn stretches_cover_every_line_in_runs_no_longer_than_a_stretch() {
+    fn stretches_hold_every_short_run_of_a_text_whole() {
         assert!(
             stretches(&"word ".repeat(100)).is_empty(),
             "500 bytes is one stretch"
         );
-        let lines: Vec<String> = (0..60)
-            .map(|i| format!("line {i} {}", "x".repeat(i % 23)))
-            .collect();
-        let text = lines.join("\n\n") + "\n";
-        let got = stretches(&text);
-        assert!(got.len() > 2, "{got:?}");
-        for &(s, e) in &got {
-            assert!(e - s <= STRETCH_BYTES, "{s}..{e}");
-            assert!(!text[s..e].starts_with('\n') && !text[s..e].ends_with('\n'));
-        }
-        // Every line is whole in some stretch.
-        let mut at = 0;
-        for line in text.split_inclusive('\n') {
-            let body = line.trim_end_matches('\n');
-            if !body.is_empty() {
-                let (s, e) = (at, at + body.len());
-                assert!(
-                    got.iter().any(|&(a, b)| a <= s && e <= b),
-                    "line at {s} uncovered"
-                );
+        for text in [
+            "line of text\r\n".repeat(90),
+            "é".repeat(700), // two-byte characters, no line break
+            format!("{}\n{}", "x".repeat(450), "y".repeat(450)),
+            "日本語のテキスト、".repeat(40) + "\n\n  \n",
+        ] {
+            let got = stretches(&text);
+            assert_eq!(got.first().map(|r| r.0), Some(0));
+            assert_eq!(got.last().map(|r| r.1), Some(text.len()));
+            for &(s, e) in &got {
+                assert!(e - s <= STRETCH_BYTES && e > s, "{s}..{e}");
+                // On char boundaries: slicing does not panic.
+                let _ = &text[s..e];
             }
-            at += line.len();
+            // Any run of up to 250 bytes is whole in some stretch.
+            let mut at = 0;
+            while at < text.len() {
+                let end = (at + 250).min(text.len());
+                assert!(
+                    got.iter().any(|&(s, e)| s <= at && end <= e),
+                    "{at}..{end} is in no stretch of {got:?}"
+                );
+                at += 7;
+            }
         }
-        // Overlapping by about half: each starts at least a step after the last.
-        for w in got.windows(2) {
-            assert!(w[1].0 >= w[0].0 + STRETCH_STEP || w[1].0 > w[0].1, "{w:?}");
-            assert!(w[1].0 <= w[0].1 + 2, "a gap between {w:?}");
-        }
-        // A line longer than a stretch is a stretch of its own.
-        let long = format!("short one\n{}\nshort two", "y".repeat(900));
-        assert_eq!(stretches(&long), vec![(0, 9), (10, 910), (911, 920)]);
     }
 
     #[test]

@@ -556,7 +556,7 @@ impl Inspector {
                     let alone = blocks.iter().filter(|b| b.flagged).count();
                     record.reasons.push(format!(
                         "redact: no finding points at the flagged text; {alone} of its blocks \
-                         (paragraphs, lines or runs of lines) are flagged alone, cut first, then the \
+                         (paragraphs, lines or stretches) are flagged alone, cut first, then the \
                          highest-scoring one a round while the rest is flagged"
                     ));
                     let rest = blocks.split_off(alone.max(1));
@@ -564,14 +564,14 @@ impl Inspector {
                 }
                 Ok(Some(_)) => {
                     record.reasons.push(
-                        "redact: no finding points at the flagged text and no paragraph, line or run of lines of it scores as an instruction alone; withheld"
+                        "redact: no finding points at the flagged text and no paragraph, line or stretch of it scores as an instruction alone; withheld"
                             .into(),
                     );
                     return None;
                 }
                 Ok(None) => {
                     record.reasons.push(format!(
-                        "redact: no finding points at the flagged text and it has more than {MAX_BLOCKS} paragraphs or lines to inspect alone; withheld"
+                        "redact: no finding points at the flagged text and it has more than {MAX_BLOCKS} paragraphs, lines or stretches to inspect alone; withheld"
                     ));
                     return None;
                 }
@@ -1331,8 +1331,8 @@ fn localized(
         .collect();
     // Paragraphs or lines first; when none of them has any evidence alone (a
     // long text the lexical model flags in a run of many short lines), the
-    // stretches the lexical stage caps a long text's score at: overlapping runs
-    // of whole lines, whose cuts merge.
+    // stretches the lexical stage caps a long text's score at: overlapping
+    // 512-byte windows, whose cuts merge.
     for blocks in [
         text_blocks as fn(&str) -> Vec<(usize, usize)>,
         portcullis_detect::lexical::stretches,

@@ -16,8 +16,8 @@ pub const NAME: &str = "lexical";
 /// only lower a score, and no preset's threshold is below it (`calibrate` puts
 /// every threshold above the weight of a finding without a floor, at least the
 /// `low` severity's 0.2). A fifth of benign real tool results over 512 bytes
-/// reach 0.1, a thirteenth 0.2: the stretches cost what a second inspection of
-/// the text costs, on those only.
+/// reach 0.1, a thirteenth 0.2. A later stage's gate (the transformer's) reads
+/// the capped score, so a text the cap brings under that gate does not reach it.
 const STRETCH_GATE: f64 = 0.2;
 
 include!(concat!(env!("OUT_DIR"), "/embedded_lexical.rs"));
@@ -60,10 +60,12 @@ impl LexicalStage {
         &self.model
     }
 
-    /// The loudest stretch of a text longer than [`STRETCH_BYTES`]: its byte
-    /// range and the model's probability of it alone, each stretch normalized as
-    /// the whole text was. `None` for a shorter text.
-    fn loudest_stretch(&self, input: &StageInput<'_>) -> Option<((usize, usize), f64)> {
+    /// The loudest stretch of a text longer than [`STRETCH_BYTES`] when it scores
+    /// less than `whole` alone: its byte range and the model's probability of it,
+    /// each stretch normalized as the whole text was. `None` for a shorter text,
+    /// or as soon as some stretch scores `whole` or more (nothing to cap: most
+    /// injected texts end there).
+    fn loudest_stretch(&self, input: &StageInput<'_>, whole: f64) -> Option<((usize, usize), f64)> {
         let text = input.item.text.as_str();
         let (kind, _) = kind_and_target(input.item.channel, input.item.is_key);
         let channel = input.item.channel.as_str();
@@ -76,6 +78,9 @@ impl LexicalStage {
                 continue;
             }
             let p = self.model.probability_on(&views, channel);
+            if p >= whole {
+                return None;
+            }
             if loudest.is_none_or(|(_, q)| p > q) {
                 loudest = Some(((start, end), p));
             }
@@ -127,10 +132,8 @@ impl Stage for LexicalStage {
         let mut score = whole;
         let mut span = (0, input.item.text.len());
         if whole >= STRETCH_GATE && input.item.text.len() > STRETCH_BYTES {
-            if let Some((stretch, p)) = self.loudest_stretch(input) {
-                if p < whole {
-                    (score, span) = (p, stretch);
-                }
+            if let Some((stretch, p)) = self.loudest_stretch(input, whole) {
+                (score, span) = (p, stretch);
             }
         }
         // The field is the evidence (the pipeline fills its path): which text of a
