@@ -1997,7 +1997,7 @@ mod tests {
 
     /// An instruction written over many short lines, none of which scores
     /// alone: the lexical stage flags the text by its loudest stretch, and that
-    /// stretch (runs of lines, merged) is what is cut; the carrier around it is
+    /// stretch (overlapping windows, merged) is what is cut; the carrier around it is
     /// forwarded. Withheld whole when only paragraphs and lines were tried.
     #[tokio::test]
     async fn an_instruction_spread_over_short_lines_is_cut_by_its_stretch() {
