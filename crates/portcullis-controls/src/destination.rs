@@ -23,24 +23,15 @@
 //! (configured secrets, canaries, what the output guard classed as a secret or
 //! PII) are not covered: they stay under `taint.sensitive`.
 
-use crate::taint::{is_file_name, is_reference, split_tokens, value_like, walk, Match, TaintStore};
+use crate::taint::{is_reference, split_tokens, value_like, walk, Match, TaintStore};
 use serde_json::Value;
 
 /// Whether `v`, a whole argument, is shaped like a place data is sent or written:
-/// a link, an email address, an absolute path or a file name ([`is_reference`]),
-/// a relative path ending in a file name (`home/docs/invoices.txt`), or a phone
+/// a link, an email address, an absolute path, a file name or a relative path
+/// ending in one (`home/docs/invoices.txt`) ([`is_reference`]), or a phone
 /// number.
 pub fn is_destination(v: &str) -> bool {
-    is_reference(v) || is_relative_file_path(v) || is_phone(v)
-}
-
-/// `dir/…/name.ext` without whitespace or a scheme.
-fn is_relative_file_path(v: &str) -> bool {
-    v.len() <= 4096
-        && !v.contains(char::is_whitespace)
-        && !v.contains("://")
-        && v.rsplit_once('/')
-            .is_some_and(|(dir, file)| !dir.is_empty() && is_file_name(file))
+    is_reference(v) || is_phone(v)
 }
 
 /// 7 to 15 digits, written as a phone number is: a leading `+`, or separators

@@ -65,12 +65,13 @@ pub struct Match {
 
 /// Whether a value is a reference to somewhere rather than data: an `http://` or
 /// `https://` URL, an email address, a file path (absolute or `~/`, no
-/// whitespace) or a file name (see [`is_file_name`]). Passed to its own server's
-/// sink (following a search result, replying to a sender, writing the file a
-/// server just created or listed, `wc -l` on a file `ls` printed) it carries
-/// nothing that server did not already have.
+/// whitespace), a file name (see [`is_file_name`]) or a relative path ending in
+/// one (`data/sales.csv`). Passed to its own server's sink (following a search
+/// result, replying to a sender, writing the file a server just created or
+/// listed, `wc -l` on a file `ls` printed) it carries nothing that server did
+/// not already have.
 pub fn is_reference(v: &str) -> bool {
-    if is_path(v) || is_file_name(v) {
+    if is_path(v) || is_file_name(v) || is_relative_file_path(v) {
         return true;
     }
     let lower = v.to_ascii_lowercase();
@@ -119,11 +120,23 @@ pub(crate) fn is_file_name(v: &str) -> bool {
         && v.chars().all(|c| c.is_alphanumeric() || "._-".contains(c))
 }
 
-/// `value` (a file name) is a whole word or path component of `view`: bounded
-/// on each side by the start or end, whitespace, a path separator, a quote or
-/// `=`.
+/// `dir/…/name.ext` without whitespace or a scheme: a file a listing printed
+/// relative to the directory it listed.
+pub(crate) fn is_relative_file_path(v: &str) -> bool {
+    v.len() <= 4096
+        && !v.contains(char::is_whitespace)
+        && !v.contains("://")
+        && v.rsplit_once('/')
+            .is_some_and(|(dir, file)| !dir.is_empty() && is_file_name(file))
+}
+
+/// `value` (a file name, or a relative path ending in one) is a whole word or
+/// the last path components of a word of `view`: bounded on each side by the
+/// start or end, whitespace, a path separator, a quote or `=` (`wc -l
+/// /srv/project/data/sales.csv` after a listing of `/srv/project` printed
+/// `data/sales.csv`).
 fn file_name_in(view: &str, value: &str) -> bool {
-    if !is_file_name(value) {
+    if !is_file_name(value) && !is_relative_file_path(value) {
         return false;
     }
     let edge = |c: Option<char>| c.is_none_or(|c| c.is_whitespace() || "/\\\"'`=".contains(c));
@@ -1640,6 +1653,37 @@ mod tests {
         // Inside a longer word it is an ordinary substring.
         let m = t.matches(&json!({"body": "see my_survey.csv.bak"}));
         assert_eq!(m[0].how, "substring");
+    }
+
+    #[test]
+    fn a_relative_path_a_listing_printed_is_matched_as_a_file_name() {
+        // desktop-commander 0.2.52's `list_directory` prints entries relative
+        // to the directory listed; the model then runs `wc -l` on one of them
+        // by its absolute path.
+        let mut t = TaintStore::new(64, 8);
+        t.add_result(
+            &json!("[DIR] data\n[FILE] data/sales.csv\n[FILE] README.md\n"),
+            &label("desktop"),
+        );
+        let m = t.matches(&json!({"command": "wc -l /srv/project/data/sales.csv"}));
+        assert_eq!(m.len(), 1);
+        assert_eq!((m[0].how, m[0].reference), ("file_name", true));
+        let m = t.matches(&json!({"command": "head data/sales.csv"}));
+        assert_eq!((m[0].how, m[0].reference), ("file_name", true));
+        // Part of a longer path component, or with something appended: data.
+        for arg in ["cat old-data/sales.csv", "cat data/sales.csv.bak"] {
+            let m = t.matches(&json!({ "command": arg }));
+            assert_eq!((m[0].how, m[0].reference), ("substring", true), "{arg}");
+        }
+        assert!(is_reference("data/sales.csv"));
+        for v in [
+            "data/sales",
+            "a b/c.txt",
+            "https://x.example/a.txt",
+            "/sales.csv",
+        ] {
+            assert!(!is_relative_file_path(v), "{v}");
+        }
     }
 
     #[test]
