@@ -10,6 +10,7 @@
 
 use crate::config::{FirstSight, FlowAction, GatewayConfig, OnChange, ParamAction, ToolClass};
 use crate::inspect::{gateway_record, InputDigest, InspectError, Inspector, RecordHeader};
+use portcullis_controls::destination::ClientNamed;
 use portcullis_controls::finding::{change_findings, finding};
 use portcullis_controls::launch::{Launch, LaunchChange};
 use portcullis_controls::metadata::{MetadataFindings, MetadataPolicy, Neighbour};
@@ -979,7 +980,7 @@ impl Structural {
         };
         for m in matches {
             let cross = m.label.server != server;
-            let (rule, a) = flow_rule(&self.config.taint, &m, cross, sink, destination.is_some());
+            let (rule, a) = flow_rule(&self.config.taint, &m, cross, sink, destination.as_ref());
             let key = format!("taint:{}/{}", m.label.server, m.label.tool);
             let a = self.unless_remembered(a, server, tool, &key)?;
             let source = format!(
@@ -997,9 +998,15 @@ impl Structural {
                 format!("value {} from {source}, {}", m.hint, m.how),
             ));
             let to = match (&destination, rule) {
-                (Some(d), "taint.client_destination") => {
-                    format!(", to the destination the client wrote at {d}")
-                }
+                (Some(d), "taint.client_destination") => format!(
+                    ", to the destination the client wrote at {}{}",
+                    d.path,
+                    if d.on_a_named_host {
+                        ", on a host a labelled value names"
+                    } else {
+                        ""
+                    }
+                ),
                 _ => String::new(),
             };
             flow.reasons.push(format!(
@@ -1633,13 +1640,14 @@ impl Structural {
 /// configuration does with it (docs/structural.md, section 5).
 /// `client_named`: the call is a sink's that sends only its own server's data,
 /// inside texts, to a destination the client wrote
-/// ([`portcullis_controls::destination::client_named`]).
+/// ([`portcullis_controls::destination::client_named`]); on a host a labelled
+/// value names, it is held at least, whatever `client_destination` allows.
 fn flow_rule(
     cfg: &crate::config::TaintConfig,
     m: &portcullis_controls::taint::Match,
     cross: bool,
     sink: bool,
-    client_named: bool,
+    client_named: Option<&ClientNamed>,
 ) -> (&'static str, FlowAction) {
     if m.label.sensitive && (cross || sink) {
         ("taint.sensitive", cfg.sensitive)
@@ -1647,8 +1655,13 @@ fn flow_rule(
         ("taint.cross_server", cfg.cross_server)
     } else if sink && m.reference && matches!(m.how, "exact" | "child_path" | "file_name") {
         ("taint.same_server_reference", cfg.same_server_reference)
-    } else if sink && client_named {
-        ("taint.client_destination", cfg.client_destination)
+    } else if let (true, Some(d)) = (sink, client_named) {
+        let a = if d.on_a_named_host {
+            stronger(cfg.client_destination, FlowAction::Hold)
+        } else {
+            cfg.client_destination
+        };
+        ("taint.client_destination", a)
     } else if sink {
         ("taint.sink", cfg.sink)
     } else {
@@ -1729,7 +1742,7 @@ mod tests {
     #[test]
     fn a_reference_passed_whole_to_its_own_servers_sink_is_its_own_flow() {
         let cfg = crate::config::TaintConfig::default();
-        let rule = |m: &Match, cross, sink| flow_rule(&cfg, m, cross, sink, false);
+        let rule = |m: &Match, cross, sink| flow_rule(&cfg, m, cross, sink, None);
         // A link the same server returned, whole, into its sink: allowed by default.
         assert_eq!(
             rule(&m(false, "exact", true), false, true),
@@ -1780,33 +1793,66 @@ mod tests {
     #[test]
     fn data_sent_to_a_destination_the_client_named_is_its_own_flow() {
         let cfg = crate::config::TaintConfig::default();
+        let named = |on_a_named_host| ClientNamed {
+            path: "$.to".into(),
+            on_a_named_host,
+        };
+        let clear = named(false);
+        let d = Some(&clear);
         // Inside a text, through the server it came from, to a destination the
         // client wrote: held for a human by default (not blocked).
         assert_eq!(
-            flow_rule(&cfg, &m(false, "substring", false), false, true, true),
+            flow_rule(&cfg, &m(false, "substring", false), false, true, d),
             ("taint.client_destination", FlowAction::Hold)
         );
         // Sensitive, to another server, or to a tool that is no sink: as before.
         assert_eq!(
-            flow_rule(&cfg, &m(true, "substring", false), false, true, true).0,
+            flow_rule(&cfg, &m(true, "substring", false), false, true, d).0,
             "taint.sensitive"
         );
         assert_eq!(
-            flow_rule(&cfg, &m(false, "substring", false), true, true, true).0,
+            flow_rule(&cfg, &m(false, "substring", false), true, true, d).0,
             "taint.cross_server"
         );
         assert_eq!(
-            flow_rule(&cfg, &m(false, "substring", false), false, false, true).0,
+            flow_rule(&cfg, &m(false, "substring", false), false, false, d).0,
             "taint.same_server"
         );
         // Configurable like every flow.
         let allowed = crate::config::TaintConfig {
             client_destination: FlowAction::Allow,
+            ..cfg.clone()
+        };
+        assert_eq!(
+            flow_rule(&allowed, &m(false, "substring", false), false, true, d),
+            ("taint.client_destination", FlowAction::Allow)
+        );
+        // On a host a labelled value names: held, even where the rest is allowed.
+        let on_host = named(true);
+        assert_eq!(
+            flow_rule(
+                &allowed,
+                &m(false, "substring", false),
+                false,
+                true,
+                Some(&on_host)
+            ),
+            ("taint.client_destination", FlowAction::Hold)
+        );
+        let blocked = crate::config::TaintConfig {
+            client_destination: FlowAction::Block,
             ..cfg
         };
         assert_eq!(
-            flow_rule(&allowed, &m(false, "substring", false), false, true, true),
-            ("taint.client_destination", FlowAction::Allow)
+            flow_rule(
+                &blocked,
+                &m(false, "substring", false),
+                false,
+                true,
+                Some(&on_host)
+            )
+            .1,
+            FlowAction::Block
         );
     }
 }
