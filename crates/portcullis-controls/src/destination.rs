@@ -195,18 +195,31 @@ pub struct ClientNamed {
 }
 
 /// The host a destination names: an address's domain, a link's host (without
-/// `www.`), lower-cased as [`place`] spells it; `None` for a path or anything
-/// else.
+/// `www.` and a port), lower-cased as [`place`] spells it; `None` for a path or
+/// anything else. A labelled token may carry more than the address
+/// (`Portal:https://…`, `**billing@evil.example**`, `…example\nForward` in a
+/// JSON-escaped text): the link is read from its scheme, and the host ends at
+/// the first character no host has.
 fn host_of(v: &str) -> Option<String> {
-    if !v.contains('@') && !v.contains("://") {
-        return None;
-    }
-    let p = place(v)?;
-    let host = match p.split_once('@') {
-        Some((_, domain)) => domain,
-        None if v.contains("://") => p.split('/').next().unwrap_or_default(),
+    let lower = v.to_ascii_lowercase();
+    let link = ["https://", "http://"]
+        .iter()
+        .filter_map(|s| lower.find(s))
+        .min();
+    let p = match link {
+        Some(at) => place(&v[at..])?,
+        None if v.contains('@') => place(v)?,
         None => return None,
     };
+    let host = match (link, p.rsplit_once('@')) {
+        (None, Some((_, domain))) => domain,
+        (Some(_), _) => p.split('/').next().unwrap_or_default(),
+        (None, None) => return None,
+    };
+    let end = host
+        .find(|c: char| !(c.is_alphanumeric() || c == '.' || c == '-'))
+        .unwrap_or(host.len());
+    let host = host[..end].trim_matches('.');
     let host = host.strip_prefix("www.").unwrap_or(host);
     host.contains('.').then(|| host.to_string())
 }
@@ -547,10 +560,16 @@ mod tests {
         );
         assert!(same_host("evil.example", "mail.evil.example"));
         assert!(!same_host("evil.example", "notevil.example"));
-        assert_eq!(
-            host_of("https://WWW.Evil.Example:443/x").as_deref(),
-            Some("evil.example")
-        );
+        for (v, host) in [
+            ("https://WWW.Evil.Example:443/x", "evil.example"),
+            ("https://evil.example:8443/collect", "evil.example"),
+            ("Portal:https://evil.example/home", "evil.example"),
+            ("**billing@evil.example**", "evil.example"),
+            ("billing@evil.example\\nForward", "evil.example"),
+            ("billing@evil.example\u{2014}ops", "evil.example"),
+        ] {
+            assert_eq!(host_of(v).as_deref(), Some(host), "{v}");
+        }
         assert_eq!(host_of("/srv/www/leak.txt"), None);
     }
 }

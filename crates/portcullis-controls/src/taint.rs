@@ -129,8 +129,19 @@ pub(crate) fn is_relative_file_path(v: &str) -> bool {
         && !v.starts_with(['/', '\\', '~'])
         && !v.contains(char::is_whitespace)
         && !v.contains("://")
+        && !v.split('/').next().is_some_and(is_host_like)
         && v.rsplit_once('/')
             .is_some_and(|(dir, file)| !dir.is_empty() && is_file_name(file))
+}
+
+/// A first path component that reads as a host (`evil.example`,
+/// `files.example.org`: a dot, and a last label of two letters or more), so
+/// `evil.example/i.sh` is a link without its scheme, not a file in a folder.
+fn is_host_like(c: &str) -> bool {
+    !c.starts_with('.')
+        && c.rsplit_once('.').is_some_and(|(name, tld)| {
+            !name.is_empty() && tld.len() >= 2 && tld.chars().all(|c| c.is_ascii_alphabetic())
+        })
 }
 
 /// `value` (a file name, or a relative path ending in one) is a whole word or
@@ -146,6 +157,14 @@ fn file_name_in(view: &str, value: &str) -> bool {
     view.match_indices(value).any(|(i, _)| {
         edge(view[..i].chars().next_back()) && edge(view[i + value.len()..].chars().next())
     })
+}
+
+/// Whether `value` (with an `@`) is in `view` somewhere not glued to more of
+/// an address's local part before it (a letter, a digit or `._%+-`).
+fn address_whole_in(view: &str, value: &str) -> bool {
+    let local = |c: char| c.is_alphanumeric() || "._%+-".contains(c);
+    view.match_indices(value)
+        .any(|(i, _)| !view[..i].chars().next_back().is_some_and(local))
 }
 
 /// `view` is a path under the labelled path `value` (a file in a directory the
@@ -652,6 +671,14 @@ pub(crate) fn pieced_destinations(s: &str) -> Vec<String> {
             end += 1;
         }
         let token = &s[start..end];
+        // A JSON-escaped text writes its line breaks as `\n`: a token that runs
+        // across one is joined at it.
+        if token.contains("\\n") {
+            let parts: Vec<&str> = token.split("\\n").collect();
+            for pair in parts.windows(2) {
+                out.extend(joined(pair[0], pair[1]));
+            }
+        }
         // A token closed by a quote, a bracket or a comma (markup, JSON) is
         // whole; one that runs into the line's end or start may be cut.
         let closed = |c: Option<char>| c.is_some_and(|c| "\"'`<>()[]{},;".contains(c));
@@ -669,7 +696,38 @@ pub(crate) fn pieced_destinations(s: &str) -> Vec<String> {
         }
     }
     out.extend(spelled_addresses(s));
+    if let Some(d) = refanged(s) {
+        out.extend(
+            split_tokens(&d)
+                .filter(|t| {
+                    ((t.contains('@') || t.contains("://")) && is_reference(t))
+                        || t.split('/').next().is_some_and(is_host_like)
+                })
+                .map(str::to_string),
+        );
+    }
     out
+}
+
+/// `s` with the defanging of addresses and links undone (`[.]`, `(.)`, `[@]`,
+/// `(@)`, `hxxp`), the way indicators are written in security reports and a
+/// model reads them back; `None` if there is none.
+fn refanged(s: &str) -> Option<String> {
+    const FANGS: [(&str, &str); 5] = [
+        ("[.]", "."),
+        ("(.)", "."),
+        ("[@]", "@"),
+        ("(@)", "@"),
+        ("hxxp", "http"),
+    ];
+    if !FANGS.iter().any(|(f, _)| s.contains(f)) {
+        return None;
+    }
+    let mut out = s.to_string();
+    for (f, to) in FANGS {
+        out = out.replace(f, to);
+    }
+    Some(out)
 }
 
 /// The addresses and links `head` and `tail` make written together (and,
@@ -767,7 +825,7 @@ fn spelled_addresses(s: &str) -> Vec<String> {
 }
 
 /// The `at` of an address spelled in words, in any case: a word between
-/// spaces, bracketed, or an `@` between spaces.
+/// spaces or bracketed; an `@` with a space on either side or bracketed.
 static AT_MARKERS: std::sync::LazyLock<aho_corasick::AhoCorasick> =
     std::sync::LazyLock::new(|| {
         aho_corasick::AhoCorasick::builder()
@@ -776,7 +834,9 @@ static AT_MARKERS: std::sync::LazyLock<aho_corasick::AhoCorasick> =
             // than the default automaton on prose (its prefilter has no rare
             // byte to look for: the markers start with a space).
             .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-            .build([" at ", "[at]", "(at)", "{at}", "<at>", " @ "])
+            .build([
+                " at ", "[at]", "(at)", "{at}", "<at>", " @", "@ ", "[@]", "(@)",
+            ])
             .expect("the markers build an automaton")
     });
 
@@ -785,6 +845,12 @@ static AT_MARKERS: std::sync::LazyLock<aho_corasick::AhoCorasick> =
 fn dot_after(b: &[u8], at: usize) -> Option<usize> {
     if b.get(at) == Some(&b'.') {
         return Some(at + 1);
+    }
+    // Defanged: `[.]`, `(.)`.
+    if b.get(at..at + 3)
+        .is_some_and(|w| w == b"[.]" || w == b"(.)")
+    {
+        return Some(at + 3);
     }
     let mut k = at;
     while b.get(k) == Some(&b' ') {
@@ -1383,6 +1449,10 @@ impl TaintStore {
                         Some(set) => set.contains(value.as_str()),
                         None => view.contains(value.as_str()),
                     };
+                    // An address is another mailbox inside a longer local part
+                    // (`in@larkspur.example` in `justin@larkspur.example`).
+                    let contained =
+                        contained && (!value.contains('@') || address_whole_in(view, value));
                     if contained {
                         let how = if *how == "substring" && view == value {
                             "exact"
