@@ -201,6 +201,10 @@ pub struct ClientNamed {
 /// JSON-escaped text): the link is read from its scheme, and the host ends at
 /// the first character no host has.
 fn host_of(v: &str) -> Option<String> {
+    // Most labels are neither (ids, paths, numbers): no copy for them.
+    if !v.contains('@') && !v.contains("://") {
+        return None;
+    }
     let lower = v.to_ascii_lowercase();
     let link = ["https://", "http://"]
         .iter()

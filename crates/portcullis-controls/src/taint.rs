@@ -662,13 +662,20 @@ pub(crate) fn pieced_destinations(s: &str) -> Vec<String> {
         .chain(s.match_indices("://"))
         .map(|(at, _)| at);
     for at in marks {
+        // The token around the mark, looked for within PIECE_REACH bytes: an
+        // address or link runs no longer, and a long run without whitespace
+        // (minified JSON, an encoded blob) is not read again for each mark.
         let mut start = at;
-        while start > 0 && !space(b[start - 1]) {
+        while start > 0 && at - start < PIECE_REACH && !space(b[start - 1]) {
             start -= 1;
         }
         let mut end = at;
-        while end < b.len() && !space(b[end]) {
+        while end < b.len() && end - at < PIECE_REACH && !space(b[end]) {
             end += 1;
+        }
+        let bounded = |i: usize| i == 0 || i == b.len() || space(b[i]) || space(b[i - 1]);
+        if !bounded(start) || !bounded(end) {
+            continue;
         }
         let token = &s[start..end];
         // A JSON-escaped text writes its line breaks as `\n`: a token that runs
@@ -708,6 +715,10 @@ pub(crate) fn pieced_destinations(s: &str) -> Vec<String> {
     }
     out
 }
+
+/// How far from an `@` or `://` [`pieced_destinations`] looks for the ends of
+/// its token.
+const PIECE_REACH: usize = 512;
 
 /// `s` with the defanging of addresses and links undone (`[.]`, `(.)`, `[@]`,
 /// `(@)`, `hxxp`), the way indicators are written in security reports and a
@@ -1951,6 +1962,11 @@ mod tests {
         ] {
             assert!(got(s).is_empty(), "{s}: {:?}", got(s));
         }
+        // Marks deep inside a run without whitespace (minified JSON) are not
+        // tokens a line break cut: nothing is joined, and the run is not read
+        // again for each of its marks.
+        let minified = format!("{{\"to\":[\"{}\"]}}", "ann@x.example\",\"".repeat(2000));
+        assert!(got(&minified).is_empty());
         // Labelled through the store: the plain form is a labelled value.
         let mut t = TaintStore::new(64, 8);
         t.add_result(
