@@ -215,10 +215,12 @@ pub struct TaintConfig {
     /// A value from a result sent back to a non-sink tool of the same server.
     #[serde(default = "default_allow")]
     pub same_server: FlowAction,
-    /// A link or email address from a server's result, passed as a whole
+    /// A link, email address or path from a server's result, passed as a whole
     /// argument to a sink of that same server (following a search result,
-    /// replying to a sender): it carries nothing the server did not have. Any
-    /// other labelled value in the call is still decided on its own.
+    /// replying to a sender, writing a file it listed), or a file name or
+    /// relative path it printed as a word of the argument (`wc -l data/sales.csv`):
+    /// it carries nothing the server did not have. Any other labelled value in
+    /// the call is still decided on its own.
     #[serde(default = "default_allow")]
     pub same_server_reference: FlowAction,
     /// Values from a result inside the texts of a call to a sink of the server

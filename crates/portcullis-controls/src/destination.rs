@@ -25,15 +25,25 @@
 //! (configured secrets, canaries, what the output guard classed as a secret or
 //! PII) are not covered: they stay under `taint.sensitive`.
 
-use crate::taint::{is_reference, split_tokens, value_like, walk, Match, TaintStore};
+use crate::taint::{is_host_like, is_reference, split_tokens, value_like, walk, Match, TaintStore};
 use serde_json::Value;
 
 /// Whether `v`, a whole argument, is shaped like a place data is sent or written:
 /// a link, an email address, an absolute path, a file name or a relative path
-/// ending in one (`home/docs/invoices.txt`) ([`is_reference`]), or a phone
-/// number.
+/// ending in one (`home/docs/invoices.txt`) ([`is_reference`]), a link without
+/// its scheme (`hooks.evil.example/in.php`), or a phone number.
 pub fn is_destination(v: &str) -> bool {
-    is_reference(v) || is_phone(v)
+    is_reference(v) || schemeless_host(v).is_some() || is_phone(v)
+}
+
+/// The host of a link written without its scheme: `evil.example/contact`,
+/// `www.evil.example` (one token, its first component host-like).
+fn schemeless_host(v: &str) -> Option<&str> {
+    let first = v.split('/').next()?;
+    (!v.contains(char::is_whitespace)
+        && is_host_like(first)
+        && (v.contains('/') || first.to_ascii_lowercase().starts_with("www.")))
+    .then_some(first)
 }
 
 /// 7 to 15 digits, written as a phone number is: a leading `+`, or separators
@@ -111,7 +121,8 @@ fn is_untold_destination(v: &str) -> bool {
 ///    (a recipient list written one per line);
 /// 3. no definition's value is in the call;
 /// 4. every labelled value sits inside a text of more than one line (a body, a
-///    file's content) as a substring: no argument is a labelled value, none is
+///    file's content) as a substring or a word (a file name a listing printed):
+///    no argument is a labelled value, none is
 ///    re-encoded, none is in a one-line field (`Eve <eve@evil.example>`,
 ///    `IBAN DE89…`);
 /// 5. the store has not dropped labels of the server for want of room (an
@@ -203,7 +214,9 @@ pub struct ClientNamed {
 fn host_of(v: &str) -> Option<String> {
     // Most labels are neither (ids, paths, numbers): no copy for them.
     if !v.contains('@') && !v.contains("://") {
-        return None;
+        let host = schemeless_host(v)?.to_lowercase();
+        let host = host.strip_prefix("www.").unwrap_or(&host);
+        return host.contains('.').then(|| host.to_string());
     }
     let lower = v.to_ascii_lowercase();
     let link = ["https://", "http://"]

@@ -124,24 +124,34 @@ pub(crate) fn is_file_name(v: &str) -> bool {
 /// or `~/` path is [`is_path`]'s, and only ever a reference passed whole): a
 /// file a listing printed relative to the directory it listed.
 pub(crate) fn is_relative_file_path(v: &str) -> bool {
-    v.len() <= 4096
-        && !is_path(v)
-        && !v.starts_with(['/', '\\', '~'])
-        && !v.contains(char::is_whitespace)
-        && !v.contains("://")
-        && !v.split('/').next().is_some_and(is_host_like)
-        && v.rsplit_once('/')
-            .is_some_and(|(dir, file)| !dir.is_empty() && is_file_name(file))
+    let Some((dir, file)) = v.rsplit_once('/') else {
+        return false;
+    };
+    let folder = |c: &str| {
+        !c.is_empty()
+            && c != ".."
+            && c.chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    };
+    v.len() <= 512
+        && is_file_name(file)
+        && dir.split('/').all(folder)
+        && !dir.split('/').next().is_some_and(is_host_like)
 }
 
-/// A first path component that reads as a host (`evil.example`,
-/// `files.example.org`: a dot, and a last label of two letters or more), so
-/// `evil.example/i.sh` is a link without its scheme, not a file in a folder.
-fn is_host_like(c: &str) -> bool {
-    !c.starts_with('.')
+/// A first path component that reads as a host, so `evil.example/i.sh` is a
+/// link without its scheme, not a file in a folder: `name.tld` with a last
+/// label of two letters or more, an address of digits and dots
+/// (`203.0.113.7`), a name ending in a dot, or a long number (a decimal IP
+/// address, `3405803783`; a folder named for a year is not one). A port or a
+/// user (`:`, `@`) is no folder's character at all.
+pub(crate) fn is_host_like(c: &str) -> bool {
+    let dotted_tld = !c.starts_with('.')
         && c.rsplit_once('.').is_some_and(|(name, tld)| {
             !name.is_empty() && tld.len() >= 2 && tld.chars().all(|c| c.is_ascii_alphabetic())
-        })
+        });
+    let digits = c.chars().all(|c| c.is_ascii_digit() || c == '.');
+    dotted_tld || (digits && (c.contains('.') || c.len() > 4)) || c.ends_with('.')
 }
 
 /// `value` (a file name, or a relative path ending in one) is a whole word or
@@ -157,14 +167,6 @@ fn file_name_in(view: &str, value: &str) -> bool {
     view.match_indices(value).any(|(i, _)| {
         edge(view[..i].chars().next_back()) && edge(view[i + value.len()..].chars().next())
     })
-}
-
-/// Whether `value` (with an `@`) is in `view` somewhere not glued to more of
-/// an address's local part before it (a letter, a digit or `._%+-`).
-fn address_whole_in(view: &str, value: &str) -> bool {
-    let local = |c: char| c.is_alphanumeric() || "._%+-".contains(c);
-    view.match_indices(value)
-        .any(|(i, _)| !view[..i].chars().next_back().is_some_and(local))
 }
 
 /// `view` is a path under the labelled path `value` (a file in a directory the
@@ -602,8 +604,12 @@ pub fn tokens_as_read(result: &Value, min_len: usize) -> (Vec<&str>, Vec<String>
     use unicode_normalization::{is_nfkc_quick, IsNormalized};
     let mut seen: HashSet<&str> = HashSet::new();
     let (mut out, mut respelled) = (Vec::new(), Vec::<String>::new());
-    let add = |t: &str, respelled: &mut Vec<String>| {
-        if value_like(t, min_len) && !respelled.iter().any(|r| r == t) {
+    // Each respelled value once, in the order found (a set beside the list: a
+    // long result can spell many).
+    let mut have: HashSet<String> = HashSet::new();
+    let mut add = |t: &str, respelled: &mut Vec<String>| {
+        if value_like(t, min_len) && !have.contains(t) {
+            have.insert(t.to_string());
             respelled.push(t.to_string());
         }
     };
@@ -656,24 +662,33 @@ pub(crate) fn pieced_destinations(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     // A line break inside the token around each `@` and `://`.
     let b = s.as_bytes();
-    let space = |c: u8| c.is_ascii_whitespace();
-    let marks = s
+    // A token ends where `split_tokens` cuts: whitespace, a quote, a bracket,
+    // `,` `;` `|` (so the string of a compact JSON text is a token of its own).
+    let sep = |c: u8| c < 128 && ASCII_SEPARATOR[c as usize];
+    let mut marks: Vec<usize> = s
         .match_indices('@')
         .chain(s.match_indices("://"))
-        .map(|(at, _)| at);
+        .map(|(at, _)| at)
+        .collect();
+    marks.sort_unstable();
+    let mut done = 0;
     for at in marks {
+        // A mark inside the token of the previous one was read with it.
+        if at < done {
+            continue;
+        }
         // The token around the mark, looked for within PIECE_REACH bytes: an
-        // address or link runs no longer, and a long run without whitespace
-        // (minified JSON, an encoded blob) is not read again for each mark.
+        // address or link runs no longer.
         let mut start = at;
-        while start > 0 && at - start < PIECE_REACH && !space(b[start - 1]) {
+        while start > 0 && at - start < PIECE_REACH && !sep(b[start - 1]) {
             start -= 1;
         }
         let mut end = at;
-        while end < b.len() && end - at < PIECE_REACH && !space(b[end]) {
+        while end < b.len() && end - at < PIECE_REACH && !sep(b[end]) {
             end += 1;
         }
-        let bounded = |i: usize| i == 0 || i == b.len() || space(b[i]) || space(b[i - 1]);
+        done = end;
+        let bounded = |i: usize| i == 0 || i == b.len() || sep(b[i]) || sep(b[i - 1]);
         if !bounded(start) || !bounded(end) {
             continue;
         }
@@ -688,18 +703,13 @@ pub(crate) fn pieced_destinations(s: &str) -> Vec<String> {
         }
         // A token closed by a quote, a bracket or a comma (markup, JSON) is
         // whole; one that runs into the line's end or start may be cut.
-        let closed = |c: Option<char>| c.is_some_and(|c| "\"'`<>()[]{},;".contains(c));
         // Broken after: the next line's first word continues it.
-        if !closed(token.chars().next_back()) {
-            if let Some(next) = next_line_word(s, end) {
-                out.extend(joined(token, next));
-            }
+        if let Some(next) = next_line_word(s, end) {
+            out.extend(joined(token, next));
         }
         // Broken before: the previous line's last word starts it.
-        if !closed(token.chars().next()) {
-            if let Some(prev) = previous_line_word(s, start) {
-                out.extend(joined(prev, token));
-            }
+        if let Some(prev) = previous_line_word(s, start) {
+            out.extend(joined(prev, token));
         }
     }
     out.extend(spelled_addresses(s));
@@ -1460,10 +1470,6 @@ impl TaintStore {
                         Some(set) => set.contains(value.as_str()),
                         None => view.contains(value.as_str()),
                     };
-                    // An address is another mailbox inside a longer local part
-                    // (`in@larkspur.example` in `justin@larkspur.example`).
-                    let contained =
-                        contained && (!value.contains('@') || address_whole_in(view, value));
                     if contained {
                         let how = if *how == "substring" && view == value {
                             "exact"
@@ -1962,9 +1968,8 @@ mod tests {
         ] {
             assert!(got(s).is_empty(), "{s}: {:?}", got(s));
         }
-        // Marks deep inside a run without whitespace (minified JSON) are not
-        // tokens a line break cut: nothing is joined, and the run is not read
-        // again for each of its marks.
+        // Addresses in a compact JSON list: each string is a whole token,
+        // nothing is joined.
         let minified = format!("{{\"to\":[\"{}\"]}}", "ann@x.example\",\"".repeat(2000));
         assert!(got(&minified).is_empty());
         // Labelled through the store: the plain form is a labelled value.
