@@ -58,8 +58,8 @@ pub struct Match {
     /// A redacted hint of the value (first 4 characters and the length).
     pub hint: String,
     /// The labelled value is a reference, not data: an http(s) URL, an email
-    /// address or a file path (see [`is_reference`]). Always false for a value
-    /// known by digest.
+    /// address, a file path, a file name or a relative path ending in one (see
+    /// [`is_reference`]). Always false for a value known by digest.
     pub reference: bool,
 }
 
@@ -657,7 +657,8 @@ pub fn tokens_as_read(result: &Value, min_len: usize) -> (Vec<&str>, Vec<String>
 /// ev [dot] io`, `exfil (at) ev dot io`). As written, no token is the address,
 /// so the model's plain form would read as the client's own (docs/structural.md,
 /// "A destination the client named"). Only what comes out as an address or a
-/// link is returned; most texts return nothing after a byte search.
+/// link (with or without its scheme) is returned; most texts return nothing
+/// after a byte search.
 pub(crate) fn pieced_destinations(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     // A line break inside the token around each `@` and `://`.
@@ -717,13 +718,18 @@ pub(crate) fn pieced_destinations(s: &str) -> Vec<String> {
         out.extend(
             split_tokens(&d)
                 .filter(|t| {
-                    ((t.contains('@') || t.contains("://")) && is_reference(t))
-                        || t.split('/').next().is_some_and(is_host_like)
+                    is_address_or_link(t)
+                        || (t.contains('/') && t.split('/').next().is_some_and(is_host_like))
                 })
                 .map(str::to_string),
         );
     }
     out
+}
+
+/// An e-mail address or a link with its scheme ([`is_reference`]'s).
+fn is_address_or_link(t: &str) -> bool {
+    (t.contains('@') || t.contains("://")) && is_reference(t)
 }
 
 /// How far from an `@` or `://` [`pieced_destinations`] looks for the ends of
@@ -764,7 +770,7 @@ fn joined(head: &str, tail: &str) -> Vec<String> {
             let in_one_piece = split_tokens(head)
                 .chain(split_tokens(tail))
                 .any(|p| p == tok);
-            if (tok.contains('@') || tok.contains("://")) && is_reference(tok) && !in_one_piece {
+            if is_address_or_link(tok) && !in_one_piece {
                 out.push(tok.to_string());
             }
         }

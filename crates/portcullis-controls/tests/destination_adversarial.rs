@@ -73,6 +73,8 @@ fn assert_held(t: &mut TaintStore, args: Value) {
     );
 }
 
+/// Client-named: `taint.client_destination` (held by default, allowed under
+/// `allow` unless `on_a_named_host`), not a `taint.sink` block.
 fn assert_allowed(t: &mut TaintStore, args: Value) {
     assert!(named(t, &args), "client_named said no for {args}");
 }
