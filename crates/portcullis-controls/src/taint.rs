@@ -764,13 +764,11 @@ fn joined(head: &str, tail: &str) -> Vec<String> {
     if let Some(h) = head.strip_suffix('-') {
         whole.push(format!("{h}{tail}"));
     }
+    let pieces: Vec<&str> = split_tokens(head).chain(split_tokens(tail)).collect();
     let mut out = Vec::new();
     for w in &whole {
         for tok in split_tokens(w) {
-            let in_one_piece = split_tokens(head)
-                .chain(split_tokens(tail))
-                .any(|p| p == tok);
-            if is_address_or_link(tok) && !in_one_piece {
+            if is_address_or_link(tok) && !pieces.contains(&tok) {
                 out.push(tok.to_string());
             }
         }
@@ -879,20 +877,17 @@ fn dot_after(b: &[u8], at: usize) -> Option<usize> {
     {
         return Some(at + 3);
     }
-    let mut k = at;
-    while b.get(k) == Some(&b' ') {
-        k += 1;
-    }
-    let spaced = k > at;
-    let word = |k: usize| {
-        b.get(k..k + 3)
-            .is_some_and(|w| w.eq_ignore_ascii_case(b"dot"))
-    };
     let skip = |mut k: usize| {
         while b.get(k) == Some(&b' ') {
             k += 1;
         }
         k
+    };
+    let k = skip(at);
+    let spaced = k > at;
+    let word = |k: usize| {
+        b.get(k..k + 3)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"dot"))
     };
     if b.get(k).is_some_and(|c| b"[({<".contains(c))
         && word(k + 1)
