@@ -599,7 +599,7 @@ pub fn tokens(result: &Value, min_len: usize) -> Vec<&str> {
 /// characters) leave the token whole and are compared at the destination
 /// ([`crate::destination::place`]). One pass over the result: a token is
 /// looked at again only if it is not ASCII, a string only if it has such an
-/// entity.
+/// entity. Object keys are read for addresses and links only.
 pub fn tokens_as_read(result: &Value, min_len: usize) -> (Vec<&str>, Vec<String>) {
     use unicode_normalization::{is_nfkc_quick, IsNormalized};
     let mut seen: HashSet<&str> = HashSet::new();
@@ -644,6 +644,20 @@ pub fn tokens_as_read(result: &Value, min_len: usize) -> (Vec<&str>, Vec<String>
             }
         }
         for d in pieced_destinations(s) {
+            add(&d, &mut respelled);
+        }
+    });
+    // An object's keys are read by the model too (`structuredContent`,
+    // `{"eve@evil.example": "billing"}`). Of a key only addresses and links are
+    // labelled: a key names a field far more often than it holds a value, and
+    // every label is looked for in every later call.
+    for_each_key(result, &mut |k| {
+        for tok in split_tokens(k) {
+            if value_like(tok, min_len) && is_address_or_link(tok) && seen.insert(tok) {
+                out.push(tok);
+            }
+        }
+        for d in pieced_destinations(k) {
             add(&d, &mut respelled);
         }
     });
@@ -996,6 +1010,20 @@ fn decode_entities(s: &str) -> Option<String> {
     }
     out.push_str(rest);
     changed.then_some(out)
+}
+
+/// Every object key of a JSON value, at any depth, without copying them.
+fn for_each_key<'a>(v: &'a Value, f: &mut impl FnMut(&'a str)) {
+    match v {
+        Value::Array(a) => a.iter().for_each(|x| for_each_key(x, f)),
+        Value::Object(m) => {
+            for (k, x) in portcullis_core::sorted_entries(m) {
+                f(k);
+                for_each_key(x, f);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Every string of a JSON value, in the order of [`collect`], without copying
