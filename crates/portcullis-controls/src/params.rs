@@ -143,6 +143,27 @@ pub fn padded_words(s: &str) -> String {
     words_of(s, false)
 }
 
+/// The first of [`padded_words`]`(s)` (empty if it has none), read only as far
+/// as that word.
+pub fn first_word(s: &str) -> String {
+    let mut out = String::new();
+    let mut prev_lower = false;
+    for c in s.chars() {
+        if c.is_alphanumeric() {
+            // An upper-case letter after a lower-case one or a digit starts the
+            // next word (`sendEmail`).
+            if c.is_uppercase() && prev_lower {
+                break;
+            }
+            prev_lower = c.is_lowercase() || c.is_numeric();
+            out.extend(c.to_lowercase());
+        } else if !out.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
 /// [`padded_words`], with a `|` between sentences and lines (a `.`, `!`, `?`,
 /// `:` or `;` before whitespace or the end, a line break), so a term never
 /// spans two of them: "…for a RAG system.\n\n**Instructions:**" is not
@@ -190,15 +211,21 @@ fn words_of(s: &str, clauses: bool) -> String {
     out
 }
 
+/// [`TABLE`]'s terms as they are looked for in padded words (` api key `), in
+/// its order: written once, not once per property and term.
+static PADDED_TERMS: std::sync::LazyLock<Vec<(&'static str, &'static str, String)>> =
+    std::sync::LazyLock::new(|| {
+        TABLE
+            .iter()
+            .flat_map(|(cat, terms)| terms.iter().map(move |t| (*cat, *t, format!(" {t} "))))
+            .collect()
+    });
+
 fn matches(text: &str) -> Option<(&'static str, &'static str)> {
-    for (cat, terms) in TABLE {
-        for t in *terms {
-            if text.contains(&format!(" {t} ")) {
-                return Some((cat, t));
-            }
-        }
-    }
-    None
+    PADDED_TERMS
+        .iter()
+        .find(|(_, _, padded)| text.contains(padded.as_str()))
+        .map(|(cat, t, _)| (*cat, *t))
 }
 
 /// The over-privileged parameters of a tool definition.

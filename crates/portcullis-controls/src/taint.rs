@@ -1636,12 +1636,15 @@ pub fn class_of(cfg: &TaintConfig, server: &str, tool: &str, def: Option<&Value>
         .and_then(|d| d.get("description"))
         .and_then(Value::as_str)
         .unwrap_or("");
+    // Padded words are single words between single spaces: " w " is in them
+    // exactly when w is one of them. This runs on every call, so the
+    // description is read only to its first word.
     let name_words = crate::params::padded_words(tool);
-    let desc_words = crate::params::padded_words(desc);
-    let first_desc_word = desc_words.split_whitespace().next().unwrap_or("");
-    if SINK_WORDS
-        .iter()
-        .any(|w| name_words.contains(&format!(" {w} ")) || first_desc_word == *w)
+    let first_desc_word = crate::params::first_word(desc);
+    if name_words
+        .split_whitespace()
+        .chain(std::iter::once(first_desc_word.as_str()))
+        .any(|w| SINK_WORDS.contains(&w))
     {
         ToolClass::Sink
     } else {
@@ -1720,6 +1723,37 @@ mod tests {
             record_id: "r".into(),
             sensitive: false,
             source: "result",
+        }
+    }
+
+    /// `class_of`'s word test as first written (a padded word search per sink
+    /// word, the whole description padded).
+    fn sink_by_words_as_first_written(tool: &str, desc: &str) -> bool {
+        let name_words = crate::params::padded_words(tool);
+        let desc_words = crate::params::padded_words(desc);
+        let first_desc_word = desc_words.split_whitespace().next().unwrap_or("");
+        SINK_WORDS
+            .iter()
+            .any(|w| name_words.contains(&format!(" {w} ")) || first_desc_word == *w)
+    }
+
+    proptest::proptest! {
+        /// The words of a name and the first word of a description are read as
+        /// the first version read them (camelCase, digits, other scripts and
+        /// case mappings that change a character's length included).
+        #[test]
+        fn a_tool_is_a_sink_by_its_words_as_first_written(
+            tool in "(send|Send|EMAIL|x|_|-| |run|İ|ß|Σ|2|[a-zA-Z]){0,8}",
+            desc in "( |\\*|-|\\n|Send|send|uploadFile|post|İ|Ω|9|[a-zA-Z]| files| to){0,8}",
+        ) {
+            let def = json!({"description": desc});
+            let sink = class_of(&TaintConfig::default(), "s", &tool, Some(&def)) == ToolClass::Sink;
+            proptest::prop_assert_eq!(sink, sink_by_words_as_first_written(&tool, &desc));
+            let padded = crate::params::padded_words(&desc);
+            proptest::prop_assert_eq!(
+                crate::params::first_word(&desc),
+                padded.split_whitespace().next().unwrap_or("")
+            );
         }
     }
 

@@ -1239,13 +1239,7 @@ impl Gateway {
             .cloned();
         let verdict = self
             .structural
-            .call(
-                &self.inspector,
-                &server,
-                &route.name,
-                def.as_deref().map(|l| &l.def),
-                &args,
-            )
+            .call(&self.inspector, &server, &route.name, def.as_deref(), &args)
             .await
             .map_err(internal)?;
         if !verdict.passes() {

@@ -108,6 +108,9 @@ pub struct Listed {
     /// Its description as the copy checks compare descriptions
     /// ([`portcullis_controls::names::squashed_description`]).
     squashed: String,
+    /// Its over-privileged parameters, found on the first call that needs them
+    /// (every call of the tool reads them; finding them reads the whole schema).
+    over_privileged: std::sync::OnceLock<Vec<portcullis_controls::params::OverPrivileged>>,
 }
 
 impl Listed {
@@ -115,8 +118,15 @@ impl Listed {
         std::sync::Arc::new(Listed {
             hash: pins::hash(&def),
             squashed: portcullis_controls::names::squashed_description(&def),
+            over_privileged: std::sync::OnceLock::new(),
             def,
         })
+    }
+
+    /// [`portcullis_controls::params::find`] of the definition, once.
+    pub fn over_privileged(&self) -> &[portcullis_controls::params::OverPrivileged] {
+        self.over_privileged
+            .get_or_init(|| portcullis_controls::params::find(&self.def))
     }
 }
 
@@ -812,7 +822,7 @@ impl Structural {
         inspector: &Inspector,
         server: &str,
         tool: &str,
-        def: Option<&Value>,
+        def: Option<&Listed>,
         args: &Value,
     ) -> Result<Verdict, StructuralError> {
         let mut flow = CallFindings::default();
@@ -820,7 +830,7 @@ impl Structural {
             self.filled_parameters(&mut flow, server, tool, def, args)?;
         }
         if self.config.taint.enabled {
-            self.tainted_values(&mut flow, server, tool, def, args)?;
+            self.tainted_values(&mut flow, server, tool, def.map(|l| &l.def), args)?;
         }
         let CallFindings {
             findings,
@@ -897,13 +907,13 @@ impl Structural {
         flow: &mut CallFindings,
         server: &str,
         tool: &str,
-        def: &Value,
+        def: &Listed,
         args: &Value,
     ) -> Result<(), StructuralError> {
         if self.config.params.action == ParamAction::Flag {
             return Ok(());
         }
-        for o in portcullis_controls::params::find(def) {
+        for o in def.over_privileged() {
             // A credential the tool requires is its input; the egress guard
             // has already judged the value.
             if o.kept() && self.config.params.action == ParamAction::Strip {
