@@ -646,6 +646,17 @@ pub fn tokens_as_read(result: &Value, min_len: usize) -> (Vec<&str>, Vec<String>
         for d in pieced_destinations(s) {
             add(&d, &mut respelled);
         }
+        // Breaks a model reads through: a bare CR or a Unicode line separator
+        // (a line break), `<br>` (one too), `<wbr>` and entities of invisible
+        // characters (nothing).
+        if let Some(u) = unbroken(s) {
+            for tok in split_tokens(&u).filter(|t| is_address_or_link(t)) {
+                add(tok, &mut respelled);
+            }
+            for d in pieced_destinations(&u) {
+                add(&d, &mut respelled);
+            }
+        }
     });
     // An object's keys are read by the model too (`structuredContent`,
     // `{"eve@evil.example": "billing"}`). Of a key only addresses and links are
@@ -739,6 +750,87 @@ pub(crate) fn pieced_destinations(s: &str) -> Vec<String> {
         );
     }
     out
+}
+
+/// `s` with the breaks a model reads through made plain: a bare CR, U+0085,
+/// U+2028 and U+2029 become a line break, and so does `<br>` (`<br/>`, `<br />`);
+/// `<wbr>` and the entities of invisible characters (`&shy;`, `&#8203;`,
+/// `&zwj;`, ...) are dropped. `None` if there is none (most texts: one search
+/// for the few characters that start one).
+fn unbroken(s: &str) -> Option<String> {
+    let starts = |c: char| matches!(c, '\r' | '<' | '&' | '\u{85}' | '\u{2028}' | '\u{2029}');
+    let mut out = String::new();
+    let mut copied = 0;
+    for (at, c) in s.match_indices(starts) {
+        if at < copied {
+            continue;
+        }
+        let rest = &s[at..];
+        let (with, len) = match c {
+            "\r" if !rest.starts_with("\r\n") => ("\n", 1),
+            "\u{85}" | "\u{2028}" | "\u{2029}" => ("\n", c.len()),
+            "<" => match html_break(rest) {
+                Some(b) => b,
+                None => continue,
+            },
+            "&" => match invisible_entity(rest) {
+                Some(len) => ("", len),
+                None => continue,
+            },
+            _ => continue,
+        };
+        out.push_str(&s[copied..at]);
+        out.push_str(with);
+        copied = at + len;
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(&s[copied..]);
+    Some(out)
+}
+
+/// `<br>` (a line break) or `<wbr>` (nothing) at the start of `rest`, any case,
+/// self-closed or not: what it reads as and its length.
+fn html_break(rest: &str) -> Option<(&'static str, usize)> {
+    let head: Vec<u8> = rest
+        .bytes()
+        .take(7)
+        .map(|b| b.to_ascii_lowercase())
+        .collect();
+    for (tag, with) in [("<wbr", ""), ("<br", "\n")] {
+        let Some(after) = head.strip_prefix(tag.as_bytes()) else {
+            continue;
+        };
+        for close in [">", "/>", " />"] {
+            if after.starts_with(close.as_bytes()) {
+                return Some((with, tag.len() + close.len()));
+            }
+        }
+    }
+    None
+}
+
+/// The length of the entity at the start of `rest` if it writes an invisible
+/// character (soft hyphen, zero-width space, joiners, word joiner, BOM).
+fn invisible_entity(rest: &str) -> Option<usize> {
+    let end = rest.bytes().take(20).position(|b| b == b';')?;
+    let name = &rest[1..end];
+    let c = match name.strip_prefix('#') {
+        Some(num) => match num.strip_prefix(['x', 'X']) {
+            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+            None => num.parse::<u32>().ok()?,
+        },
+        None => match name {
+            "shy" => 0xAD,
+            "ZeroWidthSpace" | "NegativeVeryThinSpace" => 0x200B,
+            "zwnj" => 0x200C,
+            "zwj" => 0x200D,
+            "NoBreak" => 0x2060,
+            _ => return None,
+        },
+    };
+    matches!(c, 0xAD | 0x200B..=0x200D | 0x2060 | 0xFEFF).then_some(end + 1)
 }
 
 /// An e-mail address or a link with its scheme ([`is_reference`]'s).
@@ -1724,6 +1816,23 @@ mod tests {
             sensitive: false,
             source: "result",
         }
+    }
+
+    #[test]
+    fn breaks_a_model_reads_through_are_made_plain_and_nothing_else() {
+        assert_eq!(unbroken("a\r\nb <b>c</b> &amp; &#64; d"), None);
+        assert_eq!(unbroken("x@y.\rz").as_deref(), Some("x@y.\nz"));
+        assert_eq!(unbroken("a\u{2028}b\u{85}c").as_deref(), Some("a\nb\nc"));
+        assert_eq!(
+            unbroken("x<WBR>y<br/>z<br >w").as_deref(),
+            Some("xy\nz<br >w")
+        );
+        assert_eq!(
+            unbroken("a&shy;b&#8203;c&#x200b;d&#xFEFF;e&zwnj;f&#65;g&nbsp;h").as_deref(),
+            Some("abcdef&#65;g&nbsp;h")
+        );
+        // Cut characters and unfinished entities are left as they are.
+        assert_eq!(unbroken("é<brÿ &#99999999999999999999; &shy"), None);
     }
 
     /// `class_of`'s word test as first written (a padded word search per sink
