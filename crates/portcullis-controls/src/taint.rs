@@ -599,7 +599,7 @@ pub fn tokens(result: &Value, min_len: usize) -> Vec<&str> {
 /// characters) leave the token whole and are compared at the destination
 /// ([`crate::destination::place`]). One pass over the result: a token is
 /// looked at again only if it is not ASCII, a string only if it has such an
-/// entity. Object keys are read for addresses and links only.
+/// entity. Object keys are read for addresses and links only, in a second walk.
 pub fn tokens_as_read(result: &Value, min_len: usize) -> (Vec<&str>, Vec<String>) {
     use unicode_normalization::{is_nfkc_quick, IsNormalized};
     let mut seen: HashSet<&str> = HashSet::new();
@@ -663,6 +663,11 @@ pub fn tokens_as_read(result: &Value, min_len: usize) -> (Vec<&str>, Vec<String>
     // labelled: a key names a field far more often than it holds a value, and
     // every label is looked for in every later call.
     for_each_key(result, &mut |k| {
+        // Most keys are field names: without one of these bytes no address or
+        // link can be read in one, whole or in pieces.
+        if !k.bytes().any(|b| b"@: [({<".contains(&b)) {
+            return;
+        }
         for tok in split_tokens(k) {
             if value_like(tok, min_len) && is_address_or_link(tok) && seen.insert(tok) {
                 out.push(tok);
@@ -758,26 +763,33 @@ pub(crate) fn pieced_destinations(s: &str) -> Vec<String> {
 /// `&zwj;`, ...) are dropped. `None` if there is none (most texts: one search
 /// for the few characters that start one).
 fn unbroken(s: &str) -> Option<String> {
-    let starts = |c: char| matches!(c, '\r' | '<' | '&' | '\u{85}' | '\u{2028}' | '\u{2029}');
+    // Where one may start: a byte search (SIMD), not a walk over characters.
+    let b = s.as_bytes();
+    let mut starts: Vec<usize> = memchr::memchr3_iter(b'\r', b'<', b'&', b).collect();
+    for sep in ["\u{85}", "\u{2028}", "\u{2029}"] {
+        starts.extend(memchr::memmem::find_iter(b, sep.as_bytes()));
+    }
+    starts.sort_unstable();
     let mut out = String::new();
     let mut copied = 0;
-    for (at, c) in s.match_indices(starts) {
+    for at in starts {
         if at < copied {
             continue;
         }
         let rest = &s[at..];
-        let (with, len) = match c {
-            "\r" if !rest.starts_with("\r\n") => ("\n", 1),
-            "\u{85}" | "\u{2028}" | "\u{2029}" => ("\n", c.len()),
-            "<" => match html_break(rest) {
-                Some(b) => b,
+        let (with, len) = match b[at] {
+            b'\r' if !rest.starts_with("\r\n") => ("\n", 1),
+            b'\r' => continue,
+            b'<' => match html_break(rest) {
+                Some(found) => found,
                 None => continue,
             },
-            "&" => match invisible_entity(rest) {
+            b'&' => match invisible_entity(rest) {
                 Some(len) => ("", len),
                 None => continue,
             },
-            _ => continue,
+            // U+0085, U+2028, U+2029 (found as their whole encodings).
+            _ => ("\n", rest.chars().next().map_or(1, char::len_utf8)),
         };
         out.push_str(&s[copied..at]);
         out.push_str(with);
@@ -793,18 +805,15 @@ fn unbroken(s: &str) -> Option<String> {
 /// `<br>` (a line break) or `<wbr>` (nothing) at the start of `rest`, any case,
 /// self-closed or not: what it reads as and its length.
 fn html_break(rest: &str) -> Option<(&'static str, usize)> {
-    let head: Vec<u8> = rest
-        .bytes()
-        .take(7)
-        .map(|b| b.to_ascii_lowercase())
-        .collect();
+    let b = rest.as_bytes();
     for (tag, with) in [("<wbr", ""), ("<br", "\n")] {
-        let Some(after) = head.strip_prefix(tag.as_bytes()) else {
+        let n = tag.len();
+        if b.len() < n || !b[..n].eq_ignore_ascii_case(tag.as_bytes()) {
             continue;
-        };
+        }
         for close in [">", "/>", " />"] {
-            if after.starts_with(close.as_bytes()) {
-                return Some((with, tag.len() + close.len()));
+            if b[n..].starts_with(close.as_bytes()) {
+                return Some((with, n + close.len()));
             }
         }
     }
@@ -1833,6 +1842,15 @@ mod tests {
         );
         // Cut characters and unfinished entities are left as they are.
         assert_eq!(unbroken("é<brÿ &#99999999999999999999; &shy"), None);
+    }
+
+    #[test]
+    fn every_sink_word_is_one_padded_word() {
+        // `class_of` tests a word's membership in the padded words, which is
+        // `contains(" w ")` only for a single lower-case word.
+        for w in SINK_WORDS {
+            assert_eq!(crate::params::padded_words(w), format!(" {w} "), "{w}");
+        }
     }
 
     /// `class_of`'s word test as first written (a padded word search per sink
