@@ -663,13 +663,11 @@ pub fn tokens_as_read(result: &Value, min_len: usize) -> (Vec<&str>, Vec<String>
     // labelled: a key names a field far more often than it holds a value, and
     // every label is looked for in every later call.
     for_each_key(result, &mut |k| {
-        // Most keys are field names: without one of these bytes no address or
-        // link can be read in one, whole or in pieces.
-        if !k.bytes().any(|b| b"@: [({<".contains(&b)) {
+        if !may_name_a_place(k) {
             return;
         }
-        for tok in split_tokens(k) {
-            if value_like(tok, min_len) && is_address_or_link(tok) && seen.insert(tok) {
+        for tok in places_in_key(k, min_len) {
+            if seen.insert(tok) {
                 out.push(tok);
             }
         }
@@ -1113,6 +1111,18 @@ fn decode_entities(s: &str) -> Option<String> {
     changed.then_some(out)
 }
 
+/// Whether a key has a byte an address or a link needs, whole or in pieces
+/// (`@`, `:`, a space, an opening bracket): most keys are field names.
+fn may_name_a_place(k: &str) -> bool {
+    k.bytes().any(|b| b"@: [({<".contains(&b))
+}
+
+/// The addresses and links a key writes whole: the only tokens of a key that
+/// are labelled, or noted as the client's.
+fn places_in_key(k: &str, min_len: usize) -> impl Iterator<Item = &str> {
+    split_tokens(k).filter(move |t| value_like(t, min_len) && is_address_or_link(t))
+}
+
 /// Every object key of a JSON value, at any depth, without copying them.
 fn for_each_key<'a>(v: &'a Value, f: &mut impl FnMut(&'a str)) {
     match v {
@@ -1468,12 +1478,21 @@ impl TaintStore {
         unstored
     }
 
-    /// Note the value-like tokens of a call's arguments that carry no label:
-    /// the client had them before any result did, so a result echoing them
+    /// Note the value-like tokens of a call's arguments (and the addresses and
+    /// links of their keys) that carry no label: the client had them before any
+    /// result did, so a result echoing them
     /// does not make them the server's. A labelled value stays labelled.
     pub fn add_sent(&mut self, args: &Value) {
         let now = now_secs();
-        for tok in tokens(args, self.min_len) {
+        // The addresses and links of the arguments' keys too: a result's keys
+        // are labelled for them ([`tokens_as_read`]).
+        let mut sent = tokens(args, self.min_len);
+        for_each_key(args, &mut |k| {
+            if may_name_a_place(k) {
+                sent.extend(places_in_key(k, self.min_len));
+            }
+        });
+        for tok in sent {
             // Hash only when some label is known by its digest alone.
             if self.values.contains_key(tok)
                 || (!self.hashed.is_empty()

@@ -723,6 +723,17 @@ fn bypass_address_as_a_key_of_the_result() {
     );
     assert!(!t.any_label(|l| l == "tracking_number_2026"));
     assert_allowed(&mut t, json!({"to": "sam@larkspur.example", "body": EMAIL}));
+    // An address the client sent as a key, echoed back as one, stays the
+    // client's: its forward is the client's destination, not a sink flow.
+    let mut t = TaintStore::new(1000, 8);
+    t.add_sent(&json!({"recipients": {"sam@larkspur.example": "cc"}}));
+    t.add_result(
+        &json!({"content": [{"type": "text", "text": EMAIL}],
+                "structuredContent": {"queued": {"sam@larkspur.example": "cc"}}}),
+        &label(),
+    );
+    assert!(!t.any_label(|l| l == "sam@larkspur.example"));
+    assert_allowed(&mut t, json!({"to": "sam@larkspur.example", "body": EMAIL}));
 }
 
 #[test]
