@@ -756,18 +756,21 @@ pub(crate) fn pieced_destinations(s: &str) -> Vec<String> {
 }
 
 /// `s` with the breaks a model reads through made plain: a bare CR, U+0085,
-/// U+2028 and U+2029 become a line break, and so does `<br>` (`<br/>`, `<br />`);
-/// `<wbr>` and the entities of invisible characters (`&shy;`, `&#8203;`,
-/// `&zwj;`, ...) are dropped. `None` if there is none (most texts: one search
-/// for the few characters that start one).
+/// U+2028 and U+2029 become a line break, and so does `<br>` (any case, with
+/// attributes, self-closed, `</br>`; with the spaces and one line break around
+/// it, as a page shows it); `<wbr>` and the entities of invisible characters
+/// (`&shy;`, `&#8203;`, `&zwj;`, `&lrm;`, ...) are dropped, and the entities of
+/// an address's punctuation (`&#64;`, `&period;`) decoded. `None` if there is
+/// none (most texts: one byte search for the few characters that start one).
 fn unbroken(s: &str) -> Option<String> {
-    // Where one may start: a byte search (SIMD), not a walk over characters.
     let b = s.as_bytes();
     let mut starts: Vec<usize> = memchr::memchr3_iter(b'\r', b'<', b'&', b).collect();
-    for sep in ["\u{85}", "\u{2028}", "\u{2029}"] {
-        starts.extend(memchr::memmem::find_iter(b, sep.as_bytes()));
+    if !s.is_ascii() {
+        for sep in ["\u{85}", "\u{2028}", "\u{2029}"] {
+            starts.extend(memchr::memmem::find_iter(b, sep.as_bytes()));
+        }
+        starts.sort_unstable();
     }
-    starts.sort_unstable();
     let mut out = String::new();
     let mut copied = 0;
     for at in starts {
@@ -775,21 +778,43 @@ fn unbroken(s: &str) -> Option<String> {
             continue;
         }
         let rest = &s[at..];
+        let mut before = &s[copied..at];
         let (with, len) = match b[at] {
             b'\r' if !rest.starts_with("\r\n") => ("\n", 1),
             b'\r' => continue,
             b'<' => match html_break(rest) {
+                Some(("\n", len)) => {
+                    // One line break however the page's source wraps around it.
+                    before = before.trim_end_matches([' ', '\t']);
+                    before = before
+                        .strip_suffix('\n')
+                        .map_or(before, |x| x.trim_end_matches('\r'))
+                        .trim_end_matches([' ', '\t']);
+                    let after = rest[len..].trim_start_matches([' ', '\t']);
+                    let after = after
+                        .strip_prefix("\r\n")
+                        .or_else(|| after.strip_prefix('\n'))
+                        .unwrap_or(after)
+                        .trim_start_matches([' ', '\t']);
+                    ("\n", rest.len() - after.len())
+                }
                 Some(found) => found,
                 None => continue,
             },
             b'&' => match invisible_entity(rest) {
                 Some(len) => ("", len),
-                None => continue,
+                None => match entity_at(rest) {
+                    Some(('@', len)) => ("@", len),
+                    Some(('.', len)) => (".", len),
+                    Some(('/', len)) => ("/", len),
+                    Some((':', len)) => (":", len),
+                    _ => continue,
+                },
             },
             // U+0085, U+2028, U+2029 (found as their whole encodings).
             _ => ("\n", rest.chars().next().map_or(1, char::len_utf8)),
         };
-        out.push_str(&s[copied..at]);
+        out.push_str(before);
         out.push_str(with);
         copied = at + len;
     }
@@ -801,43 +826,59 @@ fn unbroken(s: &str) -> Option<String> {
 }
 
 /// `<br>` (a line break) or `<wbr>` (nothing) at the start of `rest`, any case,
-/// self-closed or not: what it reads as and its length.
+/// with attributes or self-closed, or `</br>` (read as `<br>`): what it reads as
+/// and its length.
 fn html_break(rest: &str) -> Option<(&'static str, usize)> {
     let b = rest.as_bytes();
-    for (tag, with) in [("<wbr", ""), ("<br", "\n")] {
-        let n = tag.len();
-        if b.len() < n || !b[..n].eq_ignore_ascii_case(tag.as_bytes()) {
+    let name_at = if b.get(1) == Some(&b'/') { 2 } else { 1 };
+    for (tag, with) in [("wbr", ""), ("br", "\n")] {
+        let end = name_at + tag.len();
+        if b.len() <= end || !b[name_at..end].eq_ignore_ascii_case(tag.as_bytes()) {
             continue;
         }
-        for close in [">", "/>", " />"] {
-            if b[n..].starts_with(close.as_bytes()) {
-                return Some((with, n + close.len()));
-            }
+        if !matches!(b[end], b'\t' | b'\n' | b'\x0c' | b'\r' | b' ' | b'/' | b'>') {
+            continue;
         }
+        // The tag's end, a little way on, before any other tag starts.
+        let gt = b[end..]
+            .iter()
+            .take(128)
+            .position(|&c| c == b'>' || c == b'<')?;
+        return (b[end + gt] == b'>').then_some((with, end + gt + 1));
     }
     None
 }
 
 /// The length of the entity at the start of `rest` if it writes an invisible
-/// character (soft hyphen, zero-width space, joiners, word joiner, BOM).
+/// character ([`is_format_char`]: soft hyphen, zero-width spaces and joiners,
+/// direction marks, invisible operators, word joiner, BOM).
 fn invisible_entity(rest: &str) -> Option<usize> {
-    let end = rest.bytes().take(20).position(|b| b == b';')?;
-    let name = &rest[1..end];
+    let end = rest.bytes().take(32).position(|b| b == b';')?;
+    let name = rest.get(1..end)?;
     let c = match name.strip_prefix('#') {
         Some(num) => match num.strip_prefix(['x', 'X']) {
-            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-            None => num.parse::<u32>().ok()?,
+            Some(hex) => u32::from_str_radix(hex, 16).ok().and_then(char::from_u32)?,
+            None => num.parse::<u32>().ok().and_then(char::from_u32)?,
         },
         None => match name {
-            "shy" => 0xAD,
-            "ZeroWidthSpace" | "NegativeVeryThinSpace" => 0x200B,
-            "zwnj" => 0x200C,
-            "zwj" => 0x200D,
-            "NoBreak" => 0x2060,
+            "shy" => '\u{ad}',
+            "ZeroWidthSpace"
+            | "NegativeVeryThinSpace"
+            | "NegativeThinSpace"
+            | "NegativeMediumSpace"
+            | "NegativeThickSpace" => '\u{200b}',
+            "zwnj" => '\u{200c}',
+            "zwj" => '\u{200d}',
+            "lrm" => '\u{200e}',
+            "rlm" => '\u{200f}',
+            "NoBreak" => '\u{2060}',
+            "af" | "ApplyFunction" => '\u{2061}',
+            "it" | "InvisibleTimes" => '\u{2062}',
+            "ic" | "InvisibleComma" => '\u{2063}',
             _ => return None,
         },
     };
-    matches!(c, 0xAD | 0x200B..=0x200D | 0x2060 | 0xFEFF).then_some(end + 1)
+    is_format_char(c).then_some(end + 1)
 }
 
 /// An e-mail address or a link with its scheme ([`is_reference`]'s).
@@ -1846,15 +1887,42 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any text: no panic, and a text without a break is left alone.
+        #[test]
+        fn unbroken_takes_any_text(
+            s in "(\\PC|<|&|;|#|x|\r|\n|\u{85}|\u{2028}|br|BR|wbr|shy|64| |/|>){0,40}",
+        ) {
+            if let Some(u) = unbroken(&s) {
+                proptest::prop_assert_ne!(u, s);
+            }
+        }
+    }
+
     #[test]
     fn breaks_a_model_reads_through_are_made_plain_and_nothing_else() {
-        assert_eq!(unbroken("a\r\nb <b>c</b> &amp; &#64; d"), None);
+        assert_eq!(unbroken("a\r\nb <b>c</b> &amp; &#65; d"), None);
         assert_eq!(unbroken("x@y.\rz").as_deref(), Some("x@y.\nz"));
         assert_eq!(unbroken("a\u{2028}b\u{85}c").as_deref(), Some("a\nb\nc"));
         assert_eq!(
-            unbroken("x<WBR>y<br/>z<br >w").as_deref(),
-            Some("xy\nz<br >w")
+            unbroken("x<WBR>y<br/>z<brx>w").as_deref(),
+            Some("xy\nz<brx>w")
         );
+        // However the source wraps around a <br>, one line break.
+        for page in [
+            "a.<br>\nb",
+            "a.\n<br>b",
+            "a. <br >\r\n  b",
+            "a.<BR\nclass=x>b",
+            "a.</br>b",
+        ] {
+            assert_eq!(unbroken(page).as_deref(), Some("a.\nb"), "{page:?}");
+        }
+        assert_eq!(
+            unbroken("e&#64;x&period;io &NegativeVeryThinSpace;&lrm;").as_deref(),
+            Some("e@x.io ")
+        );
+        assert_eq!(unbroken("<br title=\"<\">x"), None);
         assert_eq!(
             unbroken("a&shy;b&#8203;c&#x200b;d&#xFEFF;e&zwnj;f&#65;g&nbsp;h").as_deref(),
             Some("abcdef&#65;g&nbsp;h")
