@@ -779,11 +779,12 @@ fn unbroken(s: &str) -> Option<String> {
         }
         let rest = &s[at..];
         let mut before = &s[copied..at];
+        // What the break reads as (`None`: nothing) and how long it is.
         let (with, len) = match b[at] {
-            b'\r' if !rest.starts_with("\r\n") => ("\n", 1),
+            b'\r' if !rest.starts_with("\r\n") => (Some('\n'), 1),
             b'\r' => continue,
             b'<' => match html_break(rest) {
-                Some(("\n", len)) => {
+                Some((Some('\n'), len)) => {
                     // One line break however the page's source wraps around it.
                     before = before.trim_end_matches([' ', '\t']);
                     before = before
@@ -796,26 +797,23 @@ fn unbroken(s: &str) -> Option<String> {
                         .or_else(|| after.strip_prefix('\n'))
                         .unwrap_or(after)
                         .trim_start_matches([' ', '\t']);
-                    ("\n", rest.len() - after.len())
+                    (Some('\n'), rest.len() - after.len())
                 }
                 Some(found) => found,
                 None => continue,
             },
             b'&' => match invisible_entity(rest) {
-                Some(len) => ("", len),
+                Some(len) => (None, len),
                 None => match entity_at(rest) {
-                    Some(('@', len)) => ("@", len),
-                    Some(('.', len)) => (".", len),
-                    Some(('/', len)) => ("/", len),
-                    Some((':', len)) => (":", len),
+                    Some((c @ ('@' | '.' | '/' | ':'), len)) => (Some(c), len),
                     _ => continue,
                 },
             },
             // U+0085, U+2028, U+2029 (found as their whole encodings).
-            _ => ("\n", rest.chars().next().map_or(1, char::len_utf8)),
+            _ => (Some('\n'), rest.chars().next().map_or(1, char::len_utf8)),
         };
         out.push_str(before);
-        out.push_str(with);
+        out.extend(with);
         copied = at + len;
     }
     if copied == 0 {
@@ -828,10 +826,10 @@ fn unbroken(s: &str) -> Option<String> {
 /// `<br>` (a line break) or `<wbr>` (nothing) at the start of `rest`, any case,
 /// with attributes or self-closed, or `</br>` (read as `<br>`): what it reads as
 /// and its length.
-fn html_break(rest: &str) -> Option<(&'static str, usize)> {
+fn html_break(rest: &str) -> Option<(Option<char>, usize)> {
     let b = rest.as_bytes();
     let name_at = if b.get(1) == Some(&b'/') { 2 } else { 1 };
-    for (tag, with) in [("wbr", ""), ("br", "\n")] {
+    for (tag, with) in [("wbr", None), ("br", Some('\n'))] {
         let end = name_at + tag.len();
         if b.len() <= end || !b[name_at..end].eq_ignore_ascii_case(tag.as_bytes()) {
             continue;
@@ -856,10 +854,7 @@ fn invisible_entity(rest: &str) -> Option<usize> {
     let end = rest.bytes().take(32).position(|b| b == b';')?;
     let name = rest.get(1..end)?;
     let c = match name.strip_prefix('#') {
-        Some(num) => match num.strip_prefix(['x', 'X']) {
-            Some(hex) => u32::from_str_radix(hex, 16).ok().and_then(char::from_u32)?,
-            None => num.parse::<u32>().ok().and_then(char::from_u32)?,
-        },
+        Some(_) => numeric_entity(name)?,
         None => match name {
             "shy" => '\u{ad}',
             "ZeroWidthSpace"
@@ -1111,10 +1106,7 @@ fn entity_at(tail: &str) -> Option<(char, usize)> {
     let end = tail.bytes().take(12).position(|b| b == b';')?;
     let name = tail.get(1..end)?;
     let c = match name.strip_prefix('#') {
-        Some(n) => match n.strip_prefix(['x', 'X']) {
-            Some(h) => u32::from_str_radix(h, 16).ok().and_then(char::from_u32),
-            None => n.parse::<u32>().ok().and_then(char::from_u32),
-        },
+        Some(_) => numeric_entity(name),
         None => match name {
             "commat" => Some('@'),
             "period" => Some('.'),
@@ -1125,6 +1117,16 @@ fn entity_at(tail: &str) -> Option<(char, usize)> {
         },
     }?;
     Some((c, end + 1))
+}
+
+/// The character of a numeric entity's name (`#64`, `#x40`).
+fn numeric_entity(name: &str) -> Option<char> {
+    let n = name.strip_prefix('#')?;
+    match n.strip_prefix(['x', 'X']) {
+        Some(h) => u32::from_str_radix(h, 16).ok(),
+        None => n.parse::<u32>().ok(),
+    }
+    .and_then(char::from_u32)
 }
 
 /// `s` with the entities [`entity_at`] knows decoded; `None` when there are
