@@ -1539,7 +1539,7 @@ fn instruction_start(
 const FRAMING_SLACK: f64 = 0.02;
 
 /// Whether a word of `text` is a link, an e-mail address or a path
-/// ([`portcullis_controls::destination::place`]).
+/// ([`crate::structural::place`]).
 fn names_a_place(text: &str) -> bool {
     text.split_whitespace().any(|w| {
         let w = w.trim_matches(|c: char| {
@@ -1549,7 +1549,7 @@ fn names_a_place(text: &str) -> bool {
             )
         });
         let w = w.trim_end_matches(['.', '!', '?']);
-        !w.is_empty() && portcullis_controls::destination::place(w).is_some()
+        !w.is_empty() && crate::structural::place(w).is_some()
     })
 }
 
