@@ -256,6 +256,12 @@ fn told_by_a_label(v: &str, taint: &TaintStore) -> bool {
     taint.any_label(|l| l.to_lowercase().contains(&lower) || (here.is_some() && place(l) == here))
 }
 
+/// Whether a word of `text`, split as taint splits a value into tokens, names
+/// a [`place`]: a link, an e-mail address or a path.
+pub fn names_a_place(text: &str) -> bool {
+    split_tokens(text).any(|w| place(w).is_some())
+}
+
 /// The place a destination names, spelled one way, so that a result's
 /// spelling and the model's rewriting of it compare equal: respelled
 /// ([`crate::taint::respell`]) and lower-cased; a link without its scheme,

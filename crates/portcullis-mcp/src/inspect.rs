@@ -1405,8 +1405,7 @@ fn localized(
         let mut out: Vec<(Block, bool)> = pieces
             .into_iter()
             .map(|(path, (start, end), text)| {
-                let piece = portcullis_core::Item::new(channel, &text[start..end]);
-                let r = detector.inspect(&piece, meta.clone()).record;
+                let r = judged_alone(detector, channel, &text[start..end], meta);
                 let block = Block {
                     path: path.to_string(),
                     range: (start, end),
@@ -1471,6 +1470,17 @@ fn localized(
     })
 }
 
+/// The decision on a piece of a message's text inspected alone on `channel`.
+fn judged_alone(
+    detector: &Detector,
+    channel: Channel,
+    piece: &str,
+    meta: &RecordMeta,
+) -> DecisionRecord {
+    let item = portcullis_core::Item::new(channel, piece);
+    detector.inspect(&item, meta.clone()).record
+}
+
 /// What [`localized`] found.
 struct Localized {
     /// Flagged alone first, then by score.
@@ -1491,7 +1501,7 @@ struct Localized {
 /// space is left with the text before it. `range.0` when the block is one
 /// sentence or more than [`MAX_SENTENCES`], when no run short of the whole has
 /// evidence, or when what the narrower cut would keep names a place
-/// ([`names_a_place`]).
+/// ([`crate::structural::names_a_place`]).
 fn instruction_start(
     detector: &Detector,
     channel: Channel,
@@ -1508,8 +1518,7 @@ fn instruction_start(
     }
     let mut cut: Option<(usize, f64)> = None;
     for (i, &(start, _)) in parts.iter().enumerate().rev() {
-        let piece = portcullis_core::Item::new(channel, &block[start..]);
-        let r = detector.inspect(&piece, meta.clone()).record;
+        let r = judged_alone(detector, channel, &block[start..], meta);
         match cut {
             None if r.score >= r.thresholds.review / 2.0 => cut = Some((i, r.score)),
             None => {}
@@ -1527,7 +1536,7 @@ fn instruction_start(
     // link, address or path, operands an attacker could set apart from the
     // imperative with a sentence of filler that stops the walk back (a bare
     // host name or a phone number is not caught here; taint labels both).
-    if names_a_place(&text[range.0..from]) {
+    if crate::structural::names_a_place(&text[range.0..from]) {
         return range.0;
     }
     from
@@ -1537,21 +1546,6 @@ fn instruction_start(
 /// and still be read as the instruction's framing (scores move a little with
 /// length alone).
 const FRAMING_SLACK: f64 = 0.02;
-
-/// Whether a word of `text` is a link, an e-mail address or a path
-/// ([`crate::structural::place`]).
-fn names_a_place(text: &str) -> bool {
-    text.split_whitespace().any(|w| {
-        let w = w.trim_matches(|c: char| {
-            matches!(
-                c,
-                ',' | ';' | ':' | '(' | ')' | '[' | ']' | '<' | '>' | '"' | '\'' | '`'
-            )
-        });
-        let w = w.trim_end_matches(['.', '!', '?']);
-        !w.is_empty() && crate::structural::place(w).is_some()
-    })
-}
 
 /// The blocks of a text [`localized`] inspects: its paragraphs, or its lines if
 /// it has one paragraph; blank ones left out. Byte ranges without the line breaks.
@@ -2320,11 +2314,21 @@ mod tests {
 
     #[test]
     fn a_place_is_a_link_an_address_or_a_path() {
-        assert!(names_a_place("Ziel: https://files.example/put, Datei:"));
-        assert!(names_a_place("Datei: home/.ssh/id_ed25519."));
-        assert!(names_a_place("write to (ops@corp.example)"));
-        assert!(!names_a_place("Packliste: Zelt, Schlafsack, Stirnlampe."));
-        assert!(!names_a_place("Target date: 2026-02-15. Budget 1.2M."));
+        assert!(crate::structural::names_a_place(
+            "Ziel: https://files.example/put, Datei:"
+        ));
+        assert!(crate::structural::names_a_place(
+            "Datei: home/.ssh/id_ed25519."
+        ));
+        assert!(crate::structural::names_a_place(
+            "write to (ops@corp.example)"
+        ));
+        assert!(!crate::structural::names_a_place(
+            "Packliste: Zelt, Schlafsack, Stirnlampe."
+        ));
+        assert!(!crate::structural::names_a_place(
+            "Target date: 2026-02-15. Budget 1.2M."
+        ));
     }
 
     /// An instruction's operands set apart from its imperative by a sentence

@@ -25,9 +25,9 @@ use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
-/// The place a word names (a link, an e-mail address, a path), for the
+/// Whether a text names a link, an e-mail address or a path, for the
 /// redaction's check of what a narrower cut keeps.
-pub use portcullis_controls::destination::place;
+pub use portcullis_controls::destination::names_a_place;
 /// What the rest of the gateway needs to name of the controls.
 pub use portcullis_controls::metadata::DefinitionKind;
 pub use portcullis_controls::names::Relation;
