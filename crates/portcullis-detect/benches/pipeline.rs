@@ -161,5 +161,103 @@ fn bench_inspect(
     });
 }
 
-criterion_group!(benches, bench, bench_64k_result);
+/// A 64 KiB directory listing, written as `@modelcontextprotocol/server-filesystem`'s
+/// `directory_tree` writes one (JSON, two-space indent) with the file and folder
+/// names of npm packages: a common real result whose many mildly scored names add
+/// up past the lexical stage's stretch gate, so every 512-byte stretch is scored.
+fn directory_tree(len: usize) -> String {
+    const DIRS: &[&str] = &[
+        "lib", "dist", "src", "test", "types", "esm", "cjs", "utils", "internal", "node",
+        "browser", "bin", "docs", "scripts", "fixtures", "helpers",
+    ];
+    const FILES: &[&str] = &[
+        "index.js",
+        "index.d.ts",
+        "package.json",
+        "README.md",
+        "LICENSE",
+        "CHANGELOG.md",
+        "index.mjs",
+        "index.cjs",
+        "utils.js",
+        "types.d.ts",
+        "parse.js",
+        "stringify.js",
+        "options.js",
+        "errors.js",
+        "constants.js",
+        "compat.js",
+        "main.js",
+        "core.js",
+        "format.js",
+        "encode.js",
+        "decode.js",
+        "stream.js",
+        "buffer.js",
+        "config.js",
+    ];
+    fn pick<'a>(rng: &mut portcullis_core::SplitMix64, from: &[&'a str]) -> &'a str {
+        from[(rng.next_u64() % from.len() as u64) as usize]
+    }
+    fn tree(rng: &mut portcullis_core::SplitMix64, depth: usize) -> Vec<serde_json::Value> {
+        let entries = 3 + rng.next_u64() % 6;
+        (0..entries)
+            .map(|_| {
+                if depth < 4 && rng.next_u64().is_multiple_of(3) {
+                    let name = pick(rng, DIRS);
+                    serde_json::json!({"name": name, "type": "directory", "children": tree(rng, depth + 1)})
+                } else {
+                    serde_json::json!({"name": pick(rng, FILES), "type": "file"})
+                }
+            })
+            .collect()
+    }
+    let mut rng = portcullis_core::SplitMix64::new(7);
+    let mut packages = Vec::new();
+    let mut text = String::new();
+    while text.len() < len {
+        let name = format!("pkg-{}", packages.len());
+        packages.push(
+            serde_json::json!({"name": name, "type": "directory", "children": tree(&mut rng, 1)}),
+        );
+        text = serde_json::to_string_pretty(&packages).expect("a tree of strings serializes");
+    }
+    sized(&text, len)
+}
+
+/// The whole `inspect` of a 64 KiB result that reaches the lexical stage's
+/// stretch gate (the worst case of the stretch cap: every stretch is scored).
+fn bench_64k_tree(c: &mut Criterion) {
+    let d = Detector::with_defaults().expect("detector");
+    let item = Item::new(Channel::ToolResult, directory_tree(64 * 1024));
+    let record = d.inspect(
+        &item,
+        RecordMeta {
+            id: "check".into(),
+            position: 0,
+        },
+    );
+    // The bench measures the stretches only while the tree reaches the gate: the
+    // lexical stage's evidence is then one stretch, not the whole text.
+    if let Some(lexical) = record.record.stages.iter().find(|s| s.name == "lexical") {
+        let span = lexical.evidence.as_ref().map(|e| e.deciding_chunk.span);
+        assert!(
+            span.is_some_and(|s| s.end - s.start <= portcullis_detect::lexical::STRETCH_BYTES),
+            "the directory tree no longer reaches the stretch gate (lexical evidence {span:?}): \
+             pick a fixture that does, or this bench measures something else"
+        );
+    }
+    let mut group = c.benchmark_group("tree-64KiB");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(item.text.len() as u64));
+    bench_inspect(
+        &mut group,
+        BenchmarkId::from_parameter("inspect"),
+        &d,
+        &item,
+    );
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_64k_result, bench_64k_tree);
 criterion_main!(benches);

@@ -38,6 +38,34 @@ fn worker_threads() -> usize {
 }
 pub const CHUNK_OVERLAP: usize = 256;
 
+/// `f` of each of up to [`worker_threads`] contiguous parts of `items`, in the
+/// parts' order; the first part runs on this thread. Fewer than `min` items are
+/// one part, run here: below that, starting a thread costs more than it saves.
+pub(crate) fn in_parts<'a, T: Sync, R: Send>(
+    items: &'a [T],
+    min: usize,
+    f: impl Fn(&'a [T]) -> R + Sync,
+) -> Vec<R> {
+    let threads = worker_threads();
+    if items.len() < min || threads < 2 {
+        return vec![f(items)];
+    }
+    let per = items.len().div_ceil(threads);
+    let mut parts = items.chunks(per);
+    let first = parts.next().unwrap_or_default();
+    let f = &f;
+    std::thread::scope(|s| {
+        let others: Vec<_> = parts.map(|part| s.spawn(move || f(part))).collect();
+        let mut out = vec![f(first)];
+        out.extend(
+            others
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
+        );
+        out
+    })
+}
+
 #[derive(Debug, Error)]
 pub enum LexicalError {
     #[error("lexical model: {0}")]
@@ -370,22 +398,11 @@ impl LexicalModel {
                 .map(|c| self.margin(&[c]))
                 .fold(f64::NEG_INFINITY, f64::max)
         };
-        let threads = worker_threads();
-        if windows.len() < PARALLEL_MIN_WINDOWS || threads < 2 {
-            return max_of(&windows);
-        }
         // A long text's windows are independent and their maximum does not depend
         // on the order it is taken in: the same margin, bit for bit, on every core.
-        let per = windows.len().div_ceil(threads);
-        let mut parts = windows.chunks(per);
-        let first = parts.next().unwrap_or_default();
-        std::thread::scope(|s| {
-            let others: Vec<_> = parts.map(|part| s.spawn(move || max_of(part))).collect();
-            others
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .fold(max_of(first), f64::max)
-        })
+        in_parts(&windows, PARALLEL_MIN_WINDOWS, max_of)
+            .into_iter()
+            .fold(f64::NEG_INFINITY, f64::max)
     }
 
     /// Train a logistic regression by SGD in a seeded order; single-threaded and
