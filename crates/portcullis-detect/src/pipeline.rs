@@ -14,6 +14,7 @@ use portcullis_core::{
     StageOutput, Status, Thresholds,
 };
 use serde_json::Value;
+use std::collections::hash_map::{Entry, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -371,6 +372,13 @@ impl Detector {
 
     /// Every item through normalization and every registered stage that applies
     /// to it, into the stages' accumulators; the masked texts, by item.
+    ///
+    /// An item whose text an earlier item of the same message already carries
+    /// (a tool result's `structuredContent` repeats its text content, as the
+    /// specification asks for compatibility) is judged once: what the stages
+    /// made of the first is recorded again under the second's path, exactly as
+    /// judging it again would have (the stages read an item's text, channel and
+    /// key-ness only, and the message's server and tool are the same for all).
     fn run_stages(
         &self,
         items: &[Item],
@@ -380,71 +388,35 @@ impl Detector {
         accs: &mut [StageAcc],
     ) -> Vec<(usize, String)> {
         let mut masks = Vec::new();
+        // The judgements of long texts, and where each text first came: a map, so
+        // finding a text again costs one hash of it, however many a message has
+        // (SipHash: the texts are the server's, and it must not choose collisions).
+        let mut judged: Vec<Judged> = Vec::new();
+        let mut first: HashMap<(Channel, bool, &str), usize> = HashMap::new();
         for (index, item) in items.iter().enumerate() {
-            let (kind, target) = kind_and_target(item.channel, item.is_key);
-            let t = Instant::now();
-            let norm_before = norm.findings.len();
-            let mut normalized = normalize(&item.text, kind, &self.config.normalize);
-            let found = std::mem::take(&mut normalized.findings);
-            norm.findings.extend(with_path(found, item));
-            norm.micros += micros(t);
-            let input = StageInput {
-                item,
-                normalized: &normalized,
-                target,
-                allowlisted,
+            let key = (item.channel, item.is_key, item.text.as_str());
+            let long = item.text.len() >= SHARED_MIN_BYTES && !quoted.contains_key(&index);
+            let same_as = match long.then(|| first.entry(key)) {
+                Some(Entry::Occupied(seen)) => Some(*seen.get()),
+                Some(Entry::Vacant(new)) => {
+                    new.insert(judged.len());
+                    None
+                }
+                None => None,
             };
-            // What the learned stages read: the text with the client's own words
-            // that the server quotes blanked out (same length, so spans hold).
-            let unquoted = quoted
-                .get(&index)
-                .and_then(|ranges| {
-                    let mut text = item.text.clone().into_bytes();
-                    let len = text.len();
-                    for r in ranges.iter().filter(|r| r.end <= len) {
-                        text[r.clone()].fill(b' ');
-                    }
-                    // Marks cover whole matches, so this holds; if it did not, the
-                    // learned stages would read the whole text.
-                    String::from_utf8(text).ok()
-                })
-                .map(|text| {
-                    let normalized = normalize(&text, kind, &self.config.normalize);
-                    let item = Item {
-                        text,
-                        ..item.clone()
-                    };
-                    (item, normalized)
-                });
-            let learned_input = unquoted.as_ref().map(|(item, normalized)| StageInput {
-                item,
-                normalized,
-                target,
-                allowlisted,
-            });
-            // What the stages before this one made of the item, for a gated stage.
-            let mut earlier_score = 0.0f64;
-            let mut earlier_found = norm.findings.len() > norm_before;
-            for (stage, acc) in self.stages.iter().zip(accs.iter_mut()) {
-                if !stage.applies(item) {
+            let judgement = match same_as {
+                Some(j) => judged[j].again(),
+                None => self.judge(index, item, quoted, allowlisted),
+            };
+            if long && same_as.is_none() {
+                judged.push(judgement.again());
+            }
+            norm.findings.extend(with_path(judgement.normalize, item));
+            norm.micros += judgement.normalize_micros;
+            for (run, acc) in judgement.stages.into_iter().zip(accs.iter_mut()) {
+                let Some((result, micros)) = run else {
                     continue;
-                }
-                if stage
-                    .gate()
-                    .is_some_and(|g| !earlier_found && earlier_score < g)
-                {
-                    continue;
-                }
-                let t = Instant::now();
-                let input = match &learned_input {
-                    Some(unquoted) if stage.learned() => unquoted,
-                    _ => &input,
                 };
-                let result = stage.run(input);
-                if stage.opens_gate() {
-                    earlier_found |= !result.findings.is_empty();
-                    earlier_score = earlier_score.max(result.score.unwrap_or(0.0));
-                }
                 acc.findings.extend(with_path(result.findings, item));
                 // A structure's learned score is its most suspicious field's.
                 if let Some(s) = result.score {
@@ -460,10 +432,90 @@ impl Detector {
                     masks.push((index, m));
                 }
                 acc.ran = true;
-                acc.micros += micros(t);
+                acc.micros += micros;
             }
         }
         masks
+    }
+
+    /// One item through normalization and every stage that applies to it: what
+    /// each made of it, not yet attributed to the item's path.
+    fn judge(
+        &self,
+        index: usize,
+        item: &Item,
+        quoted: &extract::Quoted,
+        allowlisted: &dyn Fn(&str) -> bool,
+    ) -> Judged {
+        let (kind, target) = kind_and_target(item.channel, item.is_key);
+        let t = Instant::now();
+        let mut normalized = normalize(&item.text, kind, &self.config.normalize);
+        let found = std::mem::take(&mut normalized.findings);
+        let normalize_micros = micros(t);
+        let input = StageInput {
+            item,
+            normalized: &normalized,
+            target,
+            allowlisted,
+        };
+        // What the learned stages read: the text with the client's own words
+        // that the server quotes blanked out (same length, so spans hold).
+        let unquoted = quoted
+            .get(&index)
+            .and_then(|ranges| {
+                let mut text = item.text.clone().into_bytes();
+                let len = text.len();
+                for r in ranges.iter().filter(|r| r.end <= len) {
+                    text[r.clone()].fill(b' ');
+                }
+                // Marks cover whole matches, so this holds; if it did not, the
+                // learned stages would read the whole text.
+                String::from_utf8(text).ok()
+            })
+            .map(|text| {
+                let normalized = normalize(&text, kind, &self.config.normalize);
+                let item = Item {
+                    text,
+                    ..item.clone()
+                };
+                (item, normalized)
+            });
+        let learned_input = unquoted.as_ref().map(|(item, normalized)| StageInput {
+            item,
+            normalized,
+            target,
+            allowlisted,
+        });
+        // What the stages before this one made of the item, for a gated stage.
+        let mut earlier_score = 0.0f64;
+        let mut earlier_found = !found.is_empty();
+        let mut stages = Vec::with_capacity(self.stages.len());
+        for stage in &self.stages {
+            if !stage.applies(item)
+                || stage
+                    .gate()
+                    .is_some_and(|g| !earlier_found && earlier_score < g)
+            {
+                stages.push(None);
+                continue;
+            }
+            let t = Instant::now();
+            let input = match &learned_input {
+                Some(unquoted) if stage.learned() => unquoted,
+                _ => &input,
+            };
+            let result = stage.run(input);
+            if stage.opens_gate() {
+                earlier_found |= !result.findings.is_empty();
+                earlier_score = earlier_score.max(result.score.unwrap_or(0.0));
+            }
+            stages.push(Some((result, micros(t))));
+        }
+        Judged {
+            normalize: found,
+            normalize_micros,
+            stages,
+        }
     }
 
     /// Each stage that ran as its record output (findings marked allowlisted,
@@ -534,6 +586,34 @@ fn micros(t: Instant) -> u64 {
 }
 
 /// Findings of a walked field carry its path.
+/// A text at least this long that a message carries twice is judged once (a
+/// shorter one costs less to judge again than to look for).
+const SHARED_MIN_BYTES: usize = 256;
+
+/// What normalization and the stages made of one item's text: normalization's
+/// findings, and per registered stage (in order) its result and time, `None`
+/// where it did not apply or its gate stayed shut.
+struct Judged {
+    normalize: Vec<Finding>,
+    normalize_micros: u64,
+    stages: Vec<Option<(stages::StageResult, u64)>>,
+}
+
+impl Judged {
+    /// The same judgement for another item with the same text: it takes no time.
+    fn again(&self) -> Judged {
+        Judged {
+            normalize: self.normalize.clone(),
+            normalize_micros: 0,
+            stages: self
+                .stages
+                .iter()
+                .map(|run| run.as_ref().map(|(result, _)| (result.clone(), 0)))
+                .collect(),
+        }
+    }
+}
+
 fn with_path(mut findings: Vec<Finding>, item: &Item) -> Vec<Finding> {
     if let Some(p) = &item.path {
         for f in &mut findings {

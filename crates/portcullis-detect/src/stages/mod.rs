@@ -46,7 +46,7 @@ pub struct StageInput<'a> {
 }
 
 /// What a stage reports for one item.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct StageResult {
     pub findings: Vec<Finding>,
     /// A probability from a learned stage. `None`: the score is derived from the
