@@ -214,14 +214,17 @@ fn directory_tree(len: usize) -> String {
     }
     let mut rng = portcullis_core::SplitMix64::new(7);
     let mut packages = Vec::new();
-    let mut text = String::new();
-    while text.len() < len {
+    // Each package written alone is shorter than in the listing (less indented),
+    // so the listing is at least `len` long when their sum is; written out once.
+    let mut written = 0;
+    while written < len {
         let name = format!("pkg-{}", packages.len());
-        packages.push(
-            serde_json::json!({"name": name, "type": "directory", "children": tree(&mut rng, 1)}),
-        );
-        text = serde_json::to_string_pretty(&packages).expect("a tree of strings serializes");
+        let package =
+            serde_json::json!({"name": name, "type": "directory", "children": tree(&mut rng, 1)});
+        written += serde_json::to_string_pretty(&package).map_or(0, |t| t.len());
+        packages.push(package);
     }
+    let text = serde_json::to_string_pretty(&packages).expect("a tree of strings serializes");
     sized(&text, len)
 }
 

@@ -378,7 +378,9 @@ impl Detector {
     /// specification asks for compatibility) is judged once: what the stages
     /// made of the first is recorded again under the second's path, exactly as
     /// judging it again would have (the stages read an item's text, channel and
-    /// key-ness only, and the message's server and tool are the same for all).
+    /// key-ness only, and the message's server and tool are the same for all; a
+    /// stage whose answer varies from run to run, such as an embedding model's
+    /// error, gives both copies its first answer).
     fn run_stages(
         &self,
         items: &[Item],
@@ -388,28 +390,35 @@ impl Detector {
         accs: &mut [StageAcc],
     ) -> Vec<(usize, String)> {
         let mut masks = Vec::new();
-        // The judgements of long texts, and where each text first came: a map, so
-        // finding a text again costs one hash of it, however many a message has
-        // (SipHash: the texts are the server's, and it must not choose collisions).
-        let mut judged: Vec<Judged> = Vec::new();
+        // Which long texts come again, and where each first came: found with a
+        // map before anything is judged, so only a text that does come again has
+        // its judgement kept (SipHash: the texts are the server's, and it must not
+        // choose collisions).
         let mut first: HashMap<(Channel, bool, &str), usize> = HashMap::new();
+        let mut copy_of: Vec<Option<usize>> = vec![None; items.len()];
+        let mut again: Vec<bool> = vec![false; items.len()];
         for (index, item) in items.iter().enumerate() {
-            let key = (item.channel, item.is_key, item.text.as_str());
-            let long = item.text.len() >= SHARED_MIN_BYTES && !quoted.contains_key(&index);
-            let same_as = match long.then(|| first.entry(key)) {
-                Some(Entry::Occupied(seen)) => Some(*seen.get()),
-                Some(Entry::Vacant(new)) => {
-                    new.insert(judged.len());
-                    None
+            if item.text.len() < SHARED_MIN_BYTES || quoted.contains_key(&index) {
+                continue;
+            }
+            match first.entry((item.channel, item.is_key, item.text.as_str())) {
+                Entry::Occupied(seen) => {
+                    copy_of[index] = Some(*seen.get());
+                    again[*seen.get()] = true;
                 }
-                None => None,
-            };
-            let judgement = match same_as {
-                Some(j) => judged[j].again(),
+                Entry::Vacant(new) => {
+                    new.insert(index);
+                }
+            }
+        }
+        let mut kept: HashMap<usize, Judged> = HashMap::new();
+        for (index, item) in items.iter().enumerate() {
+            let judgement = match copy_of[index].and_then(|f| kept.get(&f)) {
+                Some(earlier) => earlier.again(),
                 None => self.judge(index, item, quoted, allowlisted),
             };
-            if long && same_as.is_none() {
-                judged.push(judgement.again());
+            if again[index] {
+                kept.insert(index, judgement.again());
             }
             norm.findings.extend(with_path(judgement.normalize, item));
             norm.micros += judgement.normalize_micros;
@@ -585,7 +594,6 @@ fn micros(t: Instant) -> u64 {
     u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
-/// Findings of a walked field carry its path.
 /// A text at least this long that a message carries twice is judged once (a
 /// shorter one costs less to judge again than to look for).
 const SHARED_MIN_BYTES: usize = 256;
@@ -614,6 +622,7 @@ impl Judged {
     }
 }
 
+/// Findings of a walked field carry its path.
 fn with_path(mut findings: Vec<Finding>, item: &Item) -> Vec<Finding> {
     if let Some(p) = &item.path {
         for f in &mut findings {
