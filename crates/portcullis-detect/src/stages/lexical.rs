@@ -241,6 +241,24 @@ mod tests {
         loudest
     }
 
+    /// `loudest_stretch` of a tool result over `threads` parts.
+    fn loudest_over(
+        stage: &LexicalStage,
+        item: &Item,
+        whole: f64,
+        threads: usize,
+    ) -> Option<((usize, usize), f64)> {
+        let normalized = normalize(&item.text, TextKind::Prose, &NormalizeConfig::default());
+        let allow = |_: &str| false;
+        let input = StageInput {
+            item,
+            normalized: &normalized,
+            target: Target::Text,
+            allowlisted: &allow,
+        };
+        stage.loudest_stretch_over(&input, whole, threads)
+    }
+
     #[test]
     fn stretches_scored_on_every_core_give_the_answer_of_one_pass() {
         let stage = LexicalStage::new(&LexicalConfig::default(), &NormalizeConfig::default())
@@ -272,20 +290,10 @@ mod tests {
             "{instruction}{}{instruction}",
             "word ".repeat(2000)
         ));
-        let normalized_of =
-            |item: &Item| normalize(&item.text, TextKind::Prose, &NormalizeConfig::default());
         let mut capped = 0;
         for text in &texts {
             let item = Item::new(Channel::ToolResult, text.clone());
             assert!(crate::lexical::stretches(&item.text).len() >= PARALLEL_MIN_STRETCHES);
-            let normalized = normalized_of(&item);
-            let allow = |_: &str| false;
-            let input = StageInput {
-                item: &item,
-                normalized: &normalized,
-                target: Target::Text,
-                allowlisted: &allow,
-            };
             // A `whole` from below every stretch to above all of them, so both
             // answers (capped and not) are compared on each text.
             for whole in [0.0, 0.01, 0.05, 0.2, 0.5, 0.9, 1.0, 1.5] {
@@ -293,7 +301,7 @@ mod tests {
                 // In as many parts as a machine of 2, 3 or 4 cores makes, and in
                 // one, whatever this machine has.
                 for threads in 1..=4 {
-                    let spread = stage.loudest_stretch_over(&input, whole, threads);
+                    let spread = loudest_over(&stage, &item, whole, threads);
                     assert_eq!(
                         spread.map(|(s, p)| (s, p.to_bits())),
                         one_pass.map(|(s, p)| (s, p.to_bits())),
@@ -310,18 +318,8 @@ mod tests {
         );
         // The periodic text's stretches all score the same: the first is kept.
         let item = Item::new(Channel::ToolResult, periodic);
-        let normalized = normalized_of(&item);
-        let allow = |_: &str| false;
-        let input = StageInput {
-            item: &item,
-            normalized: &normalized,
-            target: Target::Text,
-            allowlisted: &allow,
-        };
         for threads in 1..=4 {
-            let kept = stage
-                .loudest_stretch_over(&input, 1.5, threads)
-                .map(|(s, _)| s);
+            let kept = loudest_over(&stage, &item, 1.5, threads).map(|(s, _)| s);
             assert_eq!(kept, Some((0, 512)), "{threads} parts");
         }
     }
