@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::structural::STAGE_STRUCTURAL;
+use crate::structural::{names_a_place, STAGE_STRUCTURAL};
 
 /// Messages up to this size (serialized bytes) are inspected on the calling task;
 /// see [`Inspector::run`].
@@ -1501,7 +1501,7 @@ struct Localized {
 /// space is left with the text before it. `range.0` when the block is one
 /// sentence or more than [`MAX_SENTENCES`], when no run short of the whole has
 /// evidence, or when what the narrower cut would keep names a place
-/// ([`crate::structural::names_a_place`]).
+/// ([`names_a_place`]).
 fn instruction_start(
     detector: &Detector,
     channel: Channel,
@@ -1536,7 +1536,7 @@ fn instruction_start(
     // link, address or path, operands an attacker could set apart from the
     // imperative with a sentence of filler that stops the walk back (a bare
     // host name or a phone number is not caught here; taint labels both).
-    if crate::structural::names_a_place(&text[range.0..from]) {
+    if names_a_place(&text[range.0..from]) {
         return range.0;
     }
     from
@@ -2314,21 +2314,11 @@ mod tests {
 
     #[test]
     fn a_place_is_a_link_an_address_or_a_path() {
-        assert!(crate::structural::names_a_place(
-            "Ziel: https://files.example/put, Datei:"
-        ));
-        assert!(crate::structural::names_a_place(
-            "Datei: home/.ssh/id_ed25519."
-        ));
-        assert!(crate::structural::names_a_place(
-            "write to (ops@corp.example)"
-        ));
-        assert!(!crate::structural::names_a_place(
-            "Packliste: Zelt, Schlafsack, Stirnlampe."
-        ));
-        assert!(!crate::structural::names_a_place(
-            "Target date: 2026-02-15. Budget 1.2M."
-        ));
+        assert!(names_a_place("Ziel: https://files.example/put, Datei:"));
+        assert!(names_a_place("Datei: home/.ssh/id_ed25519."));
+        assert!(names_a_place("write to (ops@corp.example)"));
+        assert!(!names_a_place("Packliste: Zelt, Schlafsack, Stirnlampe."));
+        assert!(!names_a_place("Target date: 2026-02-15. Budget 1.2M."));
     }
 
     /// An instruction's operands set apart from its imperative by a sentence

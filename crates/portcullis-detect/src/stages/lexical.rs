@@ -4,7 +4,7 @@
 
 use super::{Stage, StageInput, StageResult};
 use crate::lexical::{LexicalModel, STRETCH_BYTES};
-use crate::normalize::normalize;
+use crate::normalize::{normalize, TextKind};
 use crate::pipeline::kind_and_target;
 use crate::DetectError;
 use portcullis_core::{Channel, Config, LexicalConfig, NormalizeConfig};
@@ -98,20 +98,15 @@ impl LexicalStage {
                 if uncapped.load(Ordering::Relaxed) {
                     return None;
                 }
-                let normalized = normalize(&text[start..end], kind, &self.normalize);
-                let views: Vec<&str> = normalized.views.iter().map(|v| v.text.as_str()).collect();
                 // A stretch too short to score says nothing either way.
-                if !crate::lexical::has_wording(&views) {
+                let Some(p) = self.stretch_score(&text[start..end], kind, channel) else {
                     continue;
-                }
-                let p = self.model.probability_on(&views, channel);
+                };
                 if p >= whole {
                     uncapped.store(true, Ordering::Relaxed);
                     return None;
                 }
-                if loudest.is_none_or(|(_, q)| p > q) {
-                    loudest = Some(((start, end), p));
-                }
+                loudest = louder(loudest, ((start, end), p));
             }
             loudest
         };
@@ -121,23 +116,35 @@ impl LexicalStage {
         if uncapped.load(Ordering::Relaxed) {
             return None;
         }
-        // Parts in order, a later one kept only when strictly louder: the first of
-        // the loudest, as in one pass.
-        parts
-            .into_iter()
-            .flatten()
-            .fold(None, |loudest, (span, p)| {
-                if loudest.is_none_or(|(_, q)| p > q) {
-                    Some((span, p))
-                } else {
-                    loudest
-                }
-            })
+        // Parts in order, each combined as a stretch is within a part: the first
+        // of the loudest, as in one pass.
+        parts.into_iter().flatten().fold(None, louder)
+    }
+
+    /// The model's probability of one stretch alone, normalized as the whole text
+    /// was; `None` when it has too few words to score.
+    fn stretch_score(&self, stretch: &str, kind: TextKind, channel: &str) -> Option<f64> {
+        let normalized = normalize(stretch, kind, &self.normalize);
+        let views: Vec<&str> = normalized.views.iter().map(|v| v.text.as_str()).collect();
+        crate::lexical::has_wording(&views).then(|| self.model.probability_on(&views, channel))
     }
 
     /// The model, for a later stage that ranks text with it.
     pub fn shared_model(&self) -> Arc<LexicalModel> {
         Arc::clone(&self.model)
+    }
+}
+
+/// The louder of the loudest stretch so far and the next one: the next only
+/// when strictly louder, so the first of equally loud stretches is kept.
+fn louder(
+    loudest: Option<((usize, usize), f64)>,
+    next: ((usize, usize), f64),
+) -> Option<((usize, usize), f64)> {
+    if loudest.is_none_or(|(_, q)| next.1 > q) {
+        Some(next)
+    } else {
+        loudest
     }
 }
 
@@ -212,7 +219,6 @@ impl Stage for LexicalStage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::normalize::TextKind;
     use crate::rules::Target;
     use portcullis_core::Item;
 
@@ -225,12 +231,10 @@ mod tests {
         let (kind, _) = kind_and_target(item.channel, item.is_key);
         let mut loudest: Option<((usize, usize), f64)> = None;
         for (start, end) in crate::lexical::stretches(&item.text) {
-            let normalized = normalize(&item.text[start..end], kind, &stage.normalize);
-            let views: Vec<&str> = normalized.views.iter().map(|v| v.text.as_str()).collect();
-            if !crate::lexical::has_wording(&views) {
+            let Some(p) = stage.stretch_score(&item.text[start..end], kind, item.channel.as_str())
+            else {
                 continue;
-            }
-            let p = stage.model.probability_on(&views, item.channel.as_str());
+            };
             if p >= whole {
                 return None;
             }
