@@ -100,6 +100,65 @@ fn no_rule_fires_on_any_hard_negative() {
     );
 }
 
+/// The prefilter may let through a pattern that does not match, never drop one
+/// that does: on every view of every example, alone and all together (so common
+/// literals come again and again), each pattern whose own regex matches is a
+/// candidate.
+#[test]
+fn the_prefilter_keeps_every_pattern_that_matches() {
+    let rules = RuleSet::embedded().unwrap();
+    let caps = Config::default().normalize;
+    let regexes: Vec<regex::Regex> = (0..rules.pattern_count())
+        .map(|pi| regex::Regex::new(rules.pattern_source(pi).0).expect("a rule's pattern"))
+        .collect();
+    let examples: Vec<&String> = rules
+        .rules()
+        .iter()
+        .flat_map(|r| r.positive.iter().chain(&r.negative))
+        .collect();
+    let together = examples
+        .iter()
+        .map(|t| t.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut matched = 0;
+    let mut dropped = Vec::new();
+    for text in examples
+        .iter()
+        .map(|t| t.as_str())
+        .chain([together.as_str()])
+    {
+        for kind in [TextKind::Prose, TextKind::Identifier] {
+            for view in normalize(text, kind, &caps).views {
+                let candidates = rules.candidate_patterns(&view.text);
+                for (pi, regex) in regexes.iter().enumerate() {
+                    if regex.is_match(&view.text) {
+                        matched += 1;
+                        if candidates.binary_search(&pi).is_err() {
+                            dropped.push(format!(
+                                "{} ({}) on view {} of {text:?}",
+                                rules.pattern_source(pi).1,
+                                rules.pattern_source(pi).0,
+                                view.name
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        matched > 1000,
+        "only {matched} matches: the check saw too few"
+    );
+    assert!(
+        dropped.is_empty(),
+        "{} matching patterns dropped by the prefilter:\n{}",
+        dropped.len(),
+        dropped.join("\n")
+    );
+}
+
 #[test]
 fn rule_spans_point_at_the_original_text() {
     let rules = RuleSet::embedded().unwrap();
