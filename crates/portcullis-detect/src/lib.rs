@@ -7,6 +7,7 @@
 //! Item -> normalize (views, decoded segments) -> rules -> egress guard -> policy -> DecisionRecord
 //! ```
 
+mod cores;
 mod error;
 pub mod extract;
 pub mod guard;

@@ -76,7 +76,7 @@ impl LexicalStage {
     /// order gives: `None` if any stretch scores `whole` (a part that finds one
     /// stops the others), else the first of the loudest.
     fn loudest_stretch(&self, input: &StageInput<'_>, whole: f64) -> Option<((usize, usize), f64)> {
-        self.loudest_stretch_over(input, whole, crate::lexical::worker_threads())
+        self.loudest_stretch_over(input, whole, crate::cores::worker_threads())
     }
 
     /// [`Self::loudest_stretch`] over `threads` parts (a test compares counts).
@@ -112,7 +112,7 @@ impl LexicalStage {
         };
         let spans = crate::lexical::stretches(text);
         let parts =
-            crate::lexical::in_parts_over(&spans, PARALLEL_MIN_STRETCHES, threads, loudest_of);
+            crate::cores::in_parts_over(&spans, PARALLEL_MIN_STRETCHES, threads, loudest_of);
         if uncapped.load(Ordering::Relaxed) {
             return None;
         }
