@@ -22,6 +22,7 @@ calls per second of each side and their ratio.
     .interop/venv/bin/python scripts/bench-proxy-sdk.py --transports http
     .interop/venv/bin/python scripts/bench-proxy-sdk.py --floor rmcp   # a floor in the gateway's place (stdio)
     .interop/venv/bin/python scripts/bench-proxy-sdk.py --kib 1 --tree .interop/node_modules/ajv  # + a directory_tree row
+    .interop/venv/bin/python scripts/bench-proxy-sdk.py --kib "" --read .interop/node_modules/glob/README.md  # + a file read
 
 Needs release binaries (`cargo build --release -p portcullis -p portcullis-testkit`).
 Every gateway run writes its audit log in a temporary directory, removed at the end.
@@ -248,9 +249,12 @@ def main() -> int:
     p.add_argument("--tree", type=Path,
                    help="also a row of server-filesystem's `directory_tree` of this directory (a long "
                         "listing of many short names, which the lexical stage scores stretch by stretch)")
+    p.add_argument("--read", type=Path, action="append", default=[],
+                   help="also a row of server-filesystem's `read_text_file` of this file (real long text: "
+                        "a README, a changelog; repeatable)")
     p.add_argument("--filesystem", type=Path,
                    default=ROOT / ".interop/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
-                   help="server-filesystem's dist/index.js, for --tree")
+                   help="server-filesystem's dist/index.js, for --tree and --read")
     p.add_argument("--calls", type=int, default=600, help="measured calls per cell and side")
     p.add_argument("--rounds", type=int, default=4, help="interleaving rounds (each a new session per side)")
     p.add_argument("--warmup", type=int, default=20, help="unmeasured calls at the start of each session")
@@ -290,17 +294,26 @@ def main() -> int:
     else:
         print(f"{ns.everything} not found: the server-everything rows are skipped "
               "(scripts/setup-interop.sh installs it)", file=sys.stderr)
+    if (ns.tree or ns.read) and not ns.filesystem.is_file():
+        print(f"{ns.filesystem} not found (scripts/setup-interop.sh installs it): --tree and --read need it",
+              file=sys.stderr)
+        return 2
     if ns.tree:
-        if not ns.filesystem.is_file():
-            print(f"{ns.filesystem} not found (scripts/setup-interop.sh installs it): --tree needs it",
-                  file=sys.stderr)
-            return 2
         tree = ns.tree.resolve()
         if not tree.is_dir():
             print(f"--tree {ns.tree}: not a directory", file=sys.stderr)
             return 2
         cells.append((f"server-filesystem directory_tree {tree.name}", [ns.node, str(ns.filesystem), str(tree)],
                       "directory_tree", {"path": str(tree)}))
+    for read in ns.read:
+        file = read.resolve()
+        if not file.is_file():
+            print(f"--read {read}: not a file", file=sys.stderr)
+            return 2
+        # The file's own directory is the one the server may read.
+        cells.append((f"server-filesystem read_text_file {file.parent.name}/{file.name} "
+                       f"({file.stat().st_size // 1024} KiB)",
+                       [ns.node, str(ns.filesystem), str(file.parent)], "read_text_file", {"path": str(file)}))
     import importlib.metadata as md
     what = (f"gateway column: the {ns.floor} floor (--floor {ns.floor}), no gateway" if ns.floor
             else f"gateway arguments: {' '.join(ns.gateway_arg) or '(defaults)'}")
@@ -318,7 +331,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="portcullis-sdk-bench-") as work:
         for transport in transports:
             for label, upstream, tool, args in cells:
-                if transport == "http" and tool == "directory_tree":
+                if transport == "http" and tool in ("directory_tree", "read_text_file"):
                     continue  # server-filesystem speaks stdio only
                 for concurrent in (1, ns.concurrency):
                     row = asyncio.run(cell(transport, label, upstream, tool, args, ns, concurrent, Path(work)))
