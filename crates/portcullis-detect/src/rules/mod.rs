@@ -419,10 +419,10 @@ impl RuleSet {
     /// Match every view; a rule is reported once, on the first view (in view order)
     /// where it fires, with up to `MAX_SPANS_PER_RULE` spans.
     ///
-    /// A long text's views and their candidate patterns are matched on every core
-    /// (a 44 KB README has three views and ~140 candidates in each: ~10 ms on one);
-    /// the hits are then taken in view and pattern order as one pass would take
-    /// them, so the answer does not depend on the parts.
+    /// A long text's views are screened, and each view's candidate patterns
+    /// matched, on every core (a 44 KB README has three views and ~140 candidates
+    /// in each: ~10 ms on one); a view's hits are taken in pattern order as one
+    /// pass takes them, so the answer does not depend on the parts.
     pub fn scan(&self, views: &[View], target: Target) -> Vec<RuleHit> {
         self.scan_over(views, target, crate::cores::worker_threads())
     }
@@ -440,51 +440,48 @@ impl RuleSet {
             .into_iter()
             .flatten()
             .collect();
-        // Every (view, pattern) to match, in view order then pattern order.
-        let work: Vec<(usize, usize)> = candidates
-            .iter()
-            .enumerate()
-            .flat_map(|(vi, c)| c.iter().map(move |&pi| (vi, pi)))
-            .filter(|&(_, pi)| self.rules[self.patterns[pi].1].scope.applies_to(target))
-            .collect();
-        let spans: Vec<Vec<Span>> = crate::cores::in_parts_over(&work, min, threads, |part| {
-            part.iter()
-                .map(|&(vi, pi)| self.first_spans(&self.patterns[pi].0, &views[vi]))
-                .collect::<Vec<_>>()
-        })
-        .into_iter()
-        .flatten()
-        .collect();
         let mut hits: Vec<RuleHit> = Vec::new();
         let mut fired = vec![false; self.rules.len()];
-        let mut fired_here = vec![];
-        let mut view = None;
-        for (&(vi, pi), found) in work.iter().zip(spans) {
-            if view != Some(vi) {
-                // A rule that fired on an earlier view is not matched on a later one.
-                for ri in fired_here.drain(..) {
-                    fired[ri] = true;
+        for (vi, (view, candidates)) in views.iter().zip(&candidates).enumerate() {
+            // A rule that fired on an earlier view is not matched on a later one.
+            let work: Vec<usize> = candidates
+                .iter()
+                .copied()
+                .filter(|&pi| {
+                    let ri = self.patterns[pi].1;
+                    !fired[ri] && self.rules[ri].scope.applies_to(target)
+                })
+                .collect();
+            let spans: Vec<Vec<Span>> = crate::cores::in_parts_over(&work, min, threads, |part| {
+                part.iter()
+                    .map(|&pi| self.first_spans(&self.patterns[pi].0, view))
+                    .collect::<Vec<_>>()
+            })
+            .into_iter()
+            .flatten()
+            .collect();
+            let mut fired_here = vec![];
+            for (&pi, found) in work.iter().zip(spans) {
+                let ri = self.patterns[pi].1;
+                let spans_so_far = hits.iter().filter(|h| h.rule == ri).count();
+                let room = MAX_SPANS_PER_RULE - spans_so_far.min(MAX_SPANS_PER_RULE);
+                if found.is_empty() || room == 0 {
+                    continue;
                 }
-                view = Some(vi);
-            }
-            let ri = self.patterns[pi].1;
-            if fired[ri] || found.is_empty() {
-                continue;
-            }
-            let spans_so_far = hits.iter().filter(|h| h.rule == ri).count();
-            let room = MAX_SPANS_PER_RULE - spans_so_far.min(MAX_SPANS_PER_RULE);
-            for span in found.into_iter().take(room) {
-                let hit = RuleHit {
-                    rule: ri,
-                    view: vi,
-                    span,
-                };
-                if !hits.contains(&hit) {
-                    hits.push(hit);
+                for span in found.into_iter().take(room) {
+                    let hit = RuleHit {
+                        rule: ri,
+                        view: vi,
+                        span,
+                    };
+                    if !hits.contains(&hit) {
+                        hits.push(hit);
+                    }
                 }
-            }
-            if room > 0 {
                 fired_here.push(ri);
+            }
+            for ri in fired_here {
+                fired[ri] = true;
             }
         }
         hits
