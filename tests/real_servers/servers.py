@@ -74,7 +74,8 @@ GIT_ENV = {
 }
 
 
-# Real long documents of pinned npm packages (.interop/package-lock.json), copied
+# Real long documents of npm packages pinned by tests/interop/package-lock.json
+# (dependencies of the pinned servers and SDK; installed in .interop), copied
 # into the filesystem server's folder: a README says "replaced with" in one section
 # and names `node_modules` in another, which the tool-transfer check once held.
 INTEROP_NPM = Path(__file__).resolve().parents[2] / ".interop" / "node_modules"

@@ -22,11 +22,10 @@ use thiserror::Error;
 pub const FORMAT: &str = "portcullis-lexical/1";
 /// Window length for long texts, and the overlap between windows.
 pub const CHUNK_BYTES: usize = 2048;
+pub const CHUNK_OVERLAP: usize = 256;
 /// A text of at least this many windows (about 14 KiB) is scored on every core:
 /// below it, starting a thread costs more than it saves.
 const PARALLEL_MIN_WINDOWS: usize = 8;
-
-pub const CHUNK_OVERLAP: usize = 256;
 
 #[derive(Debug, Error)]
 pub enum LexicalError {

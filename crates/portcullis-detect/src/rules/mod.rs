@@ -429,10 +429,11 @@ impl RuleSet {
 
     /// [`Self::scan`] in up to `threads` parts (a test compares counts).
     fn scan_over(&self, views: &[View], target: Target, threads: usize) -> Vec<RuleHit> {
+        // The fewest items `in_parts_over` splits: a short text is one part.
         let long = views.iter().any(|v| v.text.len() >= PARALLEL_MIN_BYTES);
-        let min = if long { 2 } else { usize::MAX };
+        let split_from = if long { 2 } else { usize::MAX };
         let candidates: Vec<Vec<usize>> =
-            crate::cores::in_parts_over(views, min, threads, |part| {
+            crate::cores::in_parts_over(views, split_from, threads, |part| {
                 part.iter()
                     .map(|v| self.prefilter.candidates(&v.text))
                     .collect::<Vec<_>>()
@@ -452,14 +453,15 @@ impl RuleSet {
                     !fired[ri] && self.rules[ri].scope.applies_to(target)
                 })
                 .collect();
-            let spans: Vec<Vec<Span>> = crate::cores::in_parts_over(&work, min, threads, |part| {
-                part.iter()
-                    .map(|&pi| self.first_spans(&self.patterns[pi].0, view))
-                    .collect::<Vec<_>>()
-            })
-            .into_iter()
-            .flatten()
-            .collect();
+            let spans: Vec<Vec<Span>> =
+                crate::cores::in_parts_over(&work, split_from, threads, |part| {
+                    part.iter()
+                        .map(|&pi| first_spans(&self.patterns[pi].0, view))
+                        .collect::<Vec<_>>()
+                })
+                .into_iter()
+                .flatten()
+                .collect();
             let mut fired_here = vec![];
             for (&pi, found) in work.iter().zip(spans) {
                 let ri = self.patterns[pi].1;
@@ -487,19 +489,6 @@ impl RuleSet {
         hits
     }
 
-    /// The first `MAX_SPANS_PER_RULE` matches of one pattern on one view, as
-    /// spans of the original text.
-    fn first_spans(&self, regex: &Regex, view: &View) -> Vec<Span> {
-        regex
-            .find_iter(&view.text)
-            .take(MAX_SPANS_PER_RULE)
-            .map(|m| {
-                let (start, end) = view.to_original(m.start(), m.end());
-                Span { start, end }
-            })
-            .collect()
-    }
-
     /// Turn hits into findings with excerpts of the original text.
     pub fn findings(&self, hits: &[RuleHit], views: &[View], original: &str) -> Vec<Finding> {
         hits.iter()
@@ -521,6 +510,19 @@ impl RuleSet {
             })
             .collect()
     }
+}
+
+/// The first `MAX_SPANS_PER_RULE` matches of one pattern on one view, as spans
+/// of the original text.
+fn first_spans(regex: &Regex, view: &View) -> Vec<Span> {
+    regex
+        .find_iter(&view.text)
+        .take(MAX_SPANS_PER_RULE)
+        .map(|m| {
+            let (start, end) = view.to_original(m.start(), m.end());
+            Span { start, end }
+        })
+        .collect()
 }
 
 /// Rewrite word boundaries so the whole set runs on the lazy DFA.
