@@ -190,11 +190,15 @@ pub fn run(args: ProxyArgs) -> Result<ExitCode> {
             let http = serve::bind_http(gw.clone(), &cfg, listen, ct.child_token())
                 .await
                 .context("HTTP listener")?;
-            // Tests and scripts read this line to find a port chosen by the OS.
-            eprintln!(
-                "portcullis: listening on http://{}{}",
+            // Tests and scripts read this line to find a port chosen by the OS. One
+            // write: the upstream shares this stderr, and `eprintln!` writes a line
+            // in pieces another process's output could land between (a test read
+            // `http://127.0.0.1:PORT` + a server's log line as the URL).
+            let line = format!(
+                "portcullis: listening on http://{}{}\n",
                 http.addr, cfg.http_path
             );
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
             let ct2 = ct.clone();
             tasks.spawn(async move { http.serve(ct2).await.map_err(anyhow::Error::from) });
         }
