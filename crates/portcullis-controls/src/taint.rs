@@ -299,12 +299,18 @@ pub fn hint(v: &str) -> String {
 /// operands of definitions ([`crate::operands`]):
 ///
 /// - at least `min_len` characters, and
-/// - a digit, or at least 24 characters, or `min_len` letters and digits with
+/// - a digit, or `min_len` letters and digits with at least 24 characters or
 ///   one of `.` `@` `:` `=` `+` or a root (`/…`, `~/…`: a path); letters joined
 ///   only by `-`, `_` or `/` (`line-based`, `file/directory`,
 ///   `input_required`) are words, and
 /// - not a [`common_value`]: a MIME type, a date or time, a version number, a
 ///   decimal quantity, a character set.
+///
+/// A result's values are labelled unless they are also a [`common_name`] (a
+/// name many real packages write: `console.log`, `encoding=`); a token the
+/// output guard masked is labelled whatever it is, and a definition's operands
+/// ([`crate::operands`]) keep every value: a poisoned definition can be written
+/// in such names alone (`track(process.env)`).
 pub(crate) fn value_like(t: &str, min_len: usize) -> bool {
     // A text has no more characters than bytes: most words of a result are
     // ruled out before their characters are counted.
@@ -316,15 +322,41 @@ pub(crate) fn value_like(t: &str, min_len: usize) -> bool {
         return false;
     }
     let digit = t.chars().any(|c| c.is_ascii_digit());
-    // Marks and roots count in tokens with `min_len` letters or digits
-    // (`notes.txt`, `/etc/passwd`; not `...` or `e.g.,`).
+    // Length, marks and roots count in tokens with `min_len` letters or digits
+    // (`notes.txt`, `/etc/passwd`; not `...`, `e.g.,` or a rule of 76 `=`).
     let shaped = digit
-        || n >= 24
-        || ((t.starts_with('/') || t.starts_with("~/") || t.chars().any(|c| ".@:=+".contains(c)))
+        || ((n >= 24
+            || t.starts_with('/')
+            || t.starts_with("~/")
+            || t.chars().any(|c| ".@:=+".contains(c)))
             && t.chars().filter(|c| c.is_alphanumeric()).count() >= min_len);
     // The shape first: most tokens of a result are words, and `common_value`
     // (which allocates) only has to rule on the few that look like values.
     shaped && !common_value(t)
+}
+
+/// The names real software shares, as `scripts/harvest/common_names.py` listed
+/// them from the harvested texts and results of real packages: a token of the
+/// value shape without a digit, `/`, `\`, or `@` but at its start, written in
+/// packages of three or more upstream projects (`console.log`, `os.path.join`,
+/// `package.json`, `encoding=`, `std::vector`); never a host, a handle or a
+/// name ending in a top-level domain. Such a name is the vocabulary of a
+/// language or a convention, not the data of the result that shows it: a
+/// README that calls `console.log` and code that calls it are not a flow.
+const COMMON_NAMES: &str = include_str!("../data/common_names.txt");
+
+/// Whether `t` is one of [`COMMON_NAMES`] (exactly, case included; the lines
+/// of the header start with `# `, and a name has no space).
+pub fn common_name(t: &str) -> bool {
+    static NAMES: std::sync::OnceLock<HashSet<&'static str>> = std::sync::OnceLock::new();
+    NAMES
+        .get_or_init(|| {
+            COMMON_NAMES
+                .lines()
+                .filter(|l| !l.is_empty() && !l.starts_with("# "))
+                .collect()
+        })
+        .contains(t)
 }
 
 /// Values any server may return, which say nothing about the data they came
@@ -1478,7 +1510,8 @@ impl TaintStore {
     /// `raw` is the result as the server sent it, `shown` as it was
     /// forwarded: a token of `raw` missing from `shown` was masked by the output
     /// guard and is labelled sensitive whatever its origin; a token of `shown`
-    /// the client sent first stays the client's and is not labelled, nor is the
+    /// the client sent first stays the client's and is not labelled, nor is a
+    /// [`common_name`] (vocabulary, not the result's data), nor is the
     /// result's own record id: the gateway wrote it (the notice of a cut names
     /// it) after the server answered, so the server cannot have chosen it, and a
     /// copy of a redacted text must not read as the server's data.
@@ -1507,7 +1540,7 @@ impl TaintStore {
         let labelled: Vec<(&str, &Label)> = shown_tokens
             .into_iter()
             .chain(respelled.iter().map(String::as_str))
-            .filter(|v| *v != label.record_id && !self.client_sent(v))
+            .filter(|v| *v != label.record_id && !common_name(v) && !self.client_sent(v))
             .map(|v| (v, label))
             .chain(masked.into_iter().map(|v| (v, &sensitive)))
             .collect();
@@ -2203,11 +2236,11 @@ mod tests {
     #[test]
     fn a_file_name_a_server_printed_is_matched_as_a_file_name() {
         let mut t = TaintStore::new(64, 6);
-        t.add_result(&json!("survey.csv\nnotes.txt\n"), &label("cli"));
+        t.add_result(&json!("survey.csv\nminutes.txt\n"), &label("cli"));
         let m = t.matches(&json!({"command": "wc -l survey.csv"}));
         assert_eq!(m.len(), 1);
         assert_eq!((m[0].how, m[0].reference), ("file_name", true));
-        let m = t.matches(&json!({"path": "/data/notes.txt"}));
+        let m = t.matches(&json!({"path": "/data/minutes.txt"}));
         assert_eq!((m[0].how, m[0].reference), ("file_name", true));
         // Inside a longer word it is an ordinary substring.
         let m = t.matches(&json!({"body": "see my_survey.csv.bak"}));
@@ -2592,6 +2625,51 @@ mod tests {
         // The resource's own link is a value and still matches.
         let m = t.matches(&json!({"u": "demo://resource/static/document/architecture.md"}));
         assert_eq!(m.len(), 1);
+    }
+
+    /// A README read through one server shows an API; code sent to another
+    /// server calls it. The names real software shares are not that README's
+    /// data; its own file names, hosts and links still are.
+    #[test]
+    fn names_real_software_shares_are_not_values_of_a_result() {
+        let mut t = TaintStore::new(100, 8);
+        t.add_result(
+            &json!({"content": [{"type": "text", "text":
+                "## Usage\n\n```js\nconst files = await glob('**/*.js')\nconsole.log(JSON.stringify(files))\n```\n\
+                 Options live in package.json. The figures are in quarterly.xlsx; \
+                 post them to httpbin.org or https://docs.example.com/upload"}]}),
+            &label("filesystem"),
+        );
+        for code in [
+            "console.log(JSON.stringify([4, 1, 14]))",
+            "const pkg = require('./package.json'); console.log(pkg.name)",
+        ] {
+            let m = t.matches(&json!({ "code": code }));
+            assert!(m.is_empty(), "{code}: {m:?}");
+        }
+        for code in [
+            "wc -l quarterly.xlsx",
+            "curl -d @- httpbin.org",
+            "fetch('https://docs.example.com/upload')",
+        ] {
+            assert!(!t.matches(&json!({ "code": code })).is_empty(), "{code}");
+        }
+        // The list holds names, never a host or an address.
+        for v in ["github.com", "httpbin.org", "www.debian.org", "console.log"] {
+            assert_eq!(common_name(v), v == "console.log", "{v}");
+        }
+        // A name the output guard masked is labelled, sensitive, all the same.
+        let mut t = TaintStore::new(100, 8);
+        t.label_result(
+            &json!("the key is process.env"),
+            &json!("the key is [masked]"),
+            &label("filesystem"),
+        );
+        let m = t.matches(&json!({ "code": "track(process.env)" }));
+        assert!(m.len() == 1 && m[0].label.sensitive, "{m:?}");
+        // A definition's operands keep every value: a poisoned description
+        // may be written in such names alone.
+        assert!(common_name("process.env") && crate::operands::is_operand("process.env", 8));
     }
 
     /// `runs` as first written (characters collected into new strings).

@@ -263,3 +263,144 @@ fn the_manifest_splits_are_the_builders() {
         );
     }
 }
+
+/// `crates/portcullis-controls/data/common_names.txt` (the dotted names the taint
+/// control does not take for values) is what `scripts/harvest/common_names.py` makes
+/// of the committed harvest: its header hashes the files the manifest hashes, and
+/// the rule, run again here on the loaded records (the loader's splits), lists
+/// exactly its names.
+#[test]
+fn common_names_are_the_rule_run_on_the_committed_harvest() {
+    use regex::Regex;
+    let list =
+        std::fs::read_to_string(root().join("crates/portcullis-controls/data/common_names.txt"))
+            .unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("corpus/harvest/MANIFEST.json")).unwrap(),
+    )
+    .unwrap();
+    let hashed: Vec<(&str, &str)> = list
+        .lines()
+        .filter_map(|l| l.strip_prefix("# sha256 "))
+        .filter_map(|l| l.split_once(' '))
+        .collect();
+    let files = [
+        "texts.jsonl.gz",
+        "texts-assistants.jsonl.gz",
+        "results.jsonl.gz",
+    ];
+    let psl_path = "/usr/share/publicsuffix/public_suffix_list.dat";
+    assert_eq!(
+        hashed.iter().map(|h| h.0).collect::<Vec<_>>(),
+        [&files[..], &[psl_path]].concat()
+    );
+    for (file, hash) in &hashed[..files.len()] {
+        assert_eq!(
+            manifest["files"][*file]["sha256"].as_str(),
+            Some(*hash),
+            "{file}"
+        );
+    }
+    // The Public Suffix List the list was made with: Debian's `publicsuffix`
+    // (scripts/setup-debian.sh installs it).
+    let psl = std::fs::read(psl_path).unwrap_or_else(|e| {
+        panic!("{psl_path}: {e}; install Debian's publicsuffix (scripts/setup-debian.sh)")
+    });
+    assert_eq!(
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&psl)),
+        hashed[files.len()].1,
+        "{psl_path} is not the one the list was made with: rerun scripts/harvest/common_names.py"
+    );
+    let mut tlds: HashSet<String> = HashSet::new();
+    let mut icann = false;
+    for line in String::from_utf8_lossy(&psl).lines().map(str::trim) {
+        if line.starts_with("// ===BEGIN ICANN DOMAINS===") {
+            icann = true;
+        } else if line.starts_with("// ===END ICANN DOMAINS===") {
+            icann = false;
+        } else if icann && !line.is_empty() && !line.starts_with("//") {
+            let label = line.trim_start_matches(['!', '*', '.']);
+            let label = label.rsplit('.').next().unwrap_or(label).to_lowercase();
+            if label.is_ascii() {
+                tlds.insert(label);
+            }
+        }
+    }
+    // harvest::upstream, with a translation's language suffix folded too.
+    let language = Regex::new(r"-[a-z]{2}(?:-[a-z]{2,4})?$").unwrap();
+    let upstream = |group: &str| {
+        let n = harvest::upstream(group);
+        if !group.starts_with("deb:") {
+            return n;
+        }
+        let folded = language.replace(&n, "").into_owned();
+        if folded.is_empty() {
+            n
+        } else {
+            folded
+        }
+    };
+    let ws = "\t\n\x0B\x0C\r \u{85}\u{A0}\u{1680}\u{2000}-\u{200A}\u{2028}\u{2029}\u{202F}\u{205F}\u{3000}";
+    let sep = Regex::new(&format!("[{ws}\"'`,;()\\[\\]{{}}<>|]+")).unwrap();
+    // The value shape of `taint::value_like` without a digit, in printable ASCII
+    // without `/`, `\`, or `@` but at the start (the script's `names`).
+    let listable = |t: &str| {
+        t.len() >= 8
+            && t.bytes()
+                .all(|b| (b'!'..=b'~').contains(&b) && !b.is_ascii_digit() && !b"/\\".contains(&b))
+            && !t.bytes().skip(1).any(|b| b == b'@')
+            && t.bytes().filter(u8::is_ascii_alphanumeric).count() >= 8
+            && (t.len() >= 24 || t.bytes().any(|b| b".@:=+".contains(&b)))
+    };
+    let host = Regex::new(&format!(
+        "(?:://(?:[^/{ws}@]*@)?|[A-Za-z0-9._%+-]@)([A-Za-z0-9.-]+\\.[A-Za-z]{{2,}})"
+    ))
+    .unwrap();
+    let mut groups: BTreeMap<String, HashSet<String>> = BTreeMap::new();
+    let mut hosts: HashSet<String> = HashSet::new();
+    for h in load() {
+        let r = h.record;
+        if !r.id.starts_with("harvest_text") && !r.id.starts_with("harvest_result") {
+            continue;
+        }
+        if r.split == Some(Split::Test) {
+            continue;
+        }
+        let text = r.text.as_deref().unwrap_or_default();
+        for tok in sep.split(text) {
+            let tok = tok.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?'));
+            if listable(tok) {
+                let up = upstream(&r.lineage_group);
+                if let Some(g) = groups.get_mut(tok) {
+                    g.insert(up);
+                } else {
+                    groups.insert(tok.to_string(), HashSet::from([up]));
+                }
+            }
+        }
+        for c in host.captures_iter(text) {
+            hosts.insert(c[1].to_ascii_lowercase());
+        }
+    }
+    let want: Vec<&str> = groups
+        .iter()
+        .filter(|(t, g)| {
+            g.len() >= 3
+                && !hosts.contains(&t.to_ascii_lowercase())
+                && !t
+                    .rsplit_once('.')
+                    .is_some_and(|(_, tld)| tlds.contains(&tld.to_ascii_lowercase()))
+                // `@name` and `#name` without a `.` are handles and channels.
+                && (!t.starts_with(['@', '#']) || t.contains('.'))
+        })
+        .map(|(t, _)| t.as_str())
+        .collect();
+    let have: Vec<&str> = list.lines().filter(|l| !l.starts_with("# ")).collect();
+    assert!(have.len() > 1000, "only {} names", have.len());
+    let missing: Vec<_> = want.iter().filter(|t| !have.contains(t)).take(10).collect();
+    let extra: Vec<_> = have.iter().filter(|t| !want.contains(t)).take(10).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty() && have.len() == want.len(),
+        "rerun scripts/harvest/common_names.py: missing {missing:?}, not by the rule {extra:?}"
+    );
+}

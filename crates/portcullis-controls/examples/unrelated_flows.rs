@@ -1,0 +1,167 @@
+//! How often the taint control sees a flow between two texts that have nothing
+//! to do with each other: a result of one package's text and a call that sends
+//! another package's text to another server. Every such "flow" is a false one
+//! (the second text was not written from the first), and with `cross_server =
+//! "block"` (the default) a blocked call.
+//!
+//! The texts are the harvest's (corpus/harvest: real documents, code and tool
+//! results of Debian, PyPI and npm packages) of the **test** split only: the
+//! list of names real software shares (`data/common_names.txt`) was made from
+//! the train and dev splits. For each pair it reports whether the call matches
+//! a label as the control rules now, and whether it did before that list
+//! (a listed name of the result found in the call).
+//!
+//!     cargo run --release -p portcullis-controls --example unrelated_flows -- \
+//!         [corpus/harvest] [pairs, default 5000]
+use portcullis_controls::taint::{common_name, Label, TaintStore};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+
+const FILES: [&str; 3] = [
+    "texts.jsonl.gz",
+    "texts-assistants.jsonl.gz",
+    "results.jsonl.gz",
+];
+
+/// Each package's split as the corpus loader assigns it, from MANIFEST.json (as
+/// `scripts/harvest/common_names.py` reads it).
+fn splits(dir: &str) -> anyhow::Result<HashMap<String, String>> {
+    let path = format!("{dir}/MANIFEST.json");
+    let m: Value = serde_json::from_str(
+        &std::fs::read_to_string(&path).map_err(|e| anyhow::anyhow!("{path}: {e}"))?,
+    )?;
+    let mut out = HashMap::new();
+    for f in ["texts.jsonl.gz", "texts-assistants.jsonl.gz"] {
+        for (g, p) in m["files"][f]["packages"].as_object().into_iter().flatten() {
+            if let Some(s) = p["split"].as_str() {
+                out.insert(g.clone(), s.to_string());
+            }
+        }
+    }
+    for p in m["results"]["data_packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if let (Some(g), Some(s)) = (p["package"].as_str(), p["split"].as_str()) {
+            out.insert(g.to_string(), s.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Wilson 95% interval of k of n, in percent.
+fn wilson(k: usize, n: usize) -> (f64, f64) {
+    let (k, n, z) = (k as f64, n as f64, 1.96f64);
+    let p = k / n;
+    let d = 1.0 + z * z / n;
+    let c = (p + z * z / (2.0 * n)) / d;
+    let h = z * ((p * (1.0 - p) + z * z / (4.0 * n)) / n).sqrt() / d;
+    (100.0 * (c - h), 100.0 * (c + h))
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let dir = args.first().map_or("corpus/harvest", String::as_str);
+    let pairs: usize = args.get(1).map_or(Ok(5000), |n| n.parse())?;
+    let split = splits(dir)?;
+    let mut texts: Vec<(String, String)> = Vec::new();
+    for f in FILES {
+        let path = format!("{dir}/{f}");
+        let file = std::fs::File::open(&path).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
+        for line in BufReader::new(flate2::read::GzDecoder::new(file)).lines() {
+            let r: Value = serde_json::from_str(&line?)?;
+            let group = r["lineage_group"].as_str().unwrap_or_default().to_string();
+            let text = r["text"].as_str().unwrap_or_default().to_string();
+            let Some(s) = split.get(&group) else {
+                anyhow::bail!("{path}: package {group} has no split in MANIFEST.json");
+            };
+            if s == "test" && !text.is_empty() {
+                texts.push((group, text));
+            }
+        }
+    }
+    let groups = texts
+        .iter()
+        .map(|(g, _)| g.as_str())
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    println!(
+        "{} texts of {groups} packages (test split); {pairs} pairs",
+        texts.len()
+    );
+    // A fixed xorshift: the same pairs on every run.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let label = Label {
+        server: "reader".into(),
+        tool: "read".into(),
+        record_id: "r".into(),
+        sensitive: false,
+        source: "result",
+    };
+    let (mut before, mut after) = (0usize, 0usize);
+    let mut left: HashMap<String, usize> = HashMap::new();
+    let mut spared: HashMap<String, usize> = HashMap::new();
+    let mut done = 0;
+    while done < pairs {
+        let a = &texts[(next() % texts.len() as u64) as usize];
+        let b = &texts[(next() % texts.len() as u64) as usize];
+        if a.0 == b.0 {
+            continue;
+        }
+        done += 1;
+        let mut store = TaintStore::new(100_000, 8);
+        store.add_result(&json!({"content": [{"type": "text", "text": a.1}]}), &label);
+        let found = store.matches(&json!({ "text": b.1 }));
+        // A listed name of the result that the call carries: a match before the list.
+        let names: Vec<&str> =
+            a.1.split(|c: char| c.is_whitespace() || "\"'`,;()[]{}<>|".contains(c))
+                .map(|t| t.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?')))
+                .filter(|t| common_name(t) && b.1.contains(*t))
+                .collect();
+        if !found.is_empty() {
+            after += 1;
+            for m in &found {
+                *left.entry(format!("{} ({})", m.hint, m.how)).or_default() += 1;
+            }
+        }
+        if !found.is_empty() || !names.is_empty() {
+            before += 1;
+        }
+        if found.is_empty() && !names.is_empty() {
+            for n in names {
+                *spared.entry(n.to_string()).or_default() += 1;
+            }
+        }
+    }
+    println!("\n| taint labels | pairs with a false flow | % | Wilson 95% |\n|---|---|---|---|");
+    for (name, k) in [("before the list", before), ("with the list", after)] {
+        let (lo, hi) = wilson(k, pairs);
+        println!(
+            "| {name} | {k} of {pairs} | {:.2} | {lo:.2}–{hi:.2} |",
+            100.0 * k as f64 / pairs as f64
+        );
+    }
+    let top = |m: HashMap<String, usize>| {
+        let mut v: Vec<_> = m.into_iter().collect();
+        v.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+        v.truncate(15);
+        v
+    };
+    println!("\nnames that no longer make a flow (pairs):");
+    for (n, k) in top(spared) {
+        println!("  {k:5}  {n}");
+    }
+    println!("\nvalues that still do (redacted hint, how; pairs):");
+    for (n, k) in top(left) {
+        println!("  {k:5}  {n}");
+    }
+    Ok(())
+}
