@@ -74,11 +74,26 @@ GIT_ENV = {
 }
 
 
+# Real long documents of npm packages pinned by tests/interop/package-lock.json
+# (dependencies of the pinned servers and SDK; installed in .interop), copied
+# into the filesystem server's folder: a README says "replaced with" in one section
+# and names `node_modules` in another, which the tool-transfer check once held;
+# and together.py's one session reads them and then runs code through code-runner,
+# which the taint control once blocked (the README had labelled `console.log`).
+INTEROP_NPM = Path(__file__).resolve().parents[2] / ".interop" / "node_modules"
+REAL_DOCS = {
+    "glob-README.md": "glob/README.md",  # glob@13.0.7, 44 KB
+    "chalk-readme.md": "chalk/readme.md",  # chalk@5.6.2, 12 KB
+}
+
+
 def write_docs(d: Path) -> None:
     for rel, text in DOCS.items():
         p = d / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
+    for rel, src in REAL_DOCS.items():
+        (d / rel).write_bytes((INTEROP_NPM / src).read_bytes())
 
 
 def make_pdf(path: Path, lines: list[str]) -> None:
@@ -237,9 +252,11 @@ SERVERS: list[Server] = [
             C("write_file", {"path": "{data}/reports/autumn.md", "content": "## Autumn\n\nPlanned for October.\n"}),
             C("edit_file", {"path": "{data}/notes.txt", "edits": [{"oldText": "11 degrees", "newText": "eleven degrees"}]}),
             C("read_text_file", {"path": "{data}/notes.txt", "head": 2}),
+            C("read_text_file", {"path": "{data}/glob-README.md"}),
+            C("read_text_file", {"path": "{data}/chalk-readme.md"}),
         ],
         normalize=[(r'"(modified|created|accessed)": "[^"]*"', r'"\1": "<time>"'), (r"(modified|created|accessed): .*", r"\1: <time>")],
-        note="list, tree, read, read many, search, write, edit of a folder of documents",
+        note="list, tree, read, read many, search, write, edit of a folder of documents; read two real package READMEs",
     ),
     Server(
         "memory", "@modelcontextprotocol/server-memory", "npm",
