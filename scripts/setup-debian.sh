@@ -7,13 +7,10 @@
 #                               cluster (initdb + pg_ctl; portcullis-testkit/src/pg.rs),
 #                               never the package's own
 #   openssl                     the TLS test of the shared store makes its CA and certificate
-#   publicsuffix                the Public Suffix List the taint control's list of common
-#                               names was made with (scripts/harvest/common_names.py; the
-#                               harvest test checks the list against it)
 #
 # Needs root for apt-get (or sudo); says what to run otherwise.
 set -euo pipefail
-PKGS=(chromium chromium-driver postgresql openssl publicsuffix)
+PKGS=(chromium chromium-driver postgresql openssl)
 say() { printf 'setup-debian: %s\n' "$*" >&2; }
 missing=()
 for p in "${PKGS[@]}"; do

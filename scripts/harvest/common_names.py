@@ -27,6 +27,9 @@ a `.` (a handle, a channel). Numbers, ids, keys, paths, links, addresses, hosts 
 handles stay values whatever their frequency.
 
     python3 scripts/harvest/common_names.py
+    python3 scripts/harvest/common_names.py --tlds-from /usr/share/publicsuffix/public_suffix_list.dat
+        (first rewrites scripts/harvest/psl-tlds.txt from a Public Suffix List; Debian's
+        publicsuffix 20230209.2326-1 made the committed one)
 
 It reads only the committed harvest (corpus/harvest/{texts,texts-assistants,results}
 .jsonl.gz) and records their SHA-256 in the list's header; the test
@@ -61,16 +64,20 @@ WORD = re.compile(r"[!-~]+")
 # top-level domain (below): hosts stay values whatever their frequency, since
 # passing one on is how a result points a call somewhere.
 HOSTS = re.compile(f"(?:://(?:[^/{WS}@]*@)?|[A-Za-z0-9._%+-]@)([A-Za-z0-9.-]+\\.[A-Za-z]{{2,}})")
-# The top-level domains of the Public Suffix List's ICANN section, from Debian's
-# `publicsuffix` package (scripts/setup-debian.sh installs it; its SHA-256 goes in
-# the list's header): a dotted name ending in one (`user.email`, `asyncio.run`,
-# `README.md`) could be a host someone registers, and is not listed.
-PSL = Path("/usr/share/publicsuffix/public_suffix_list.dat")
+# The top-level domains of the Public Suffix List's ICANN section, committed in
+# scripts/harvest/psl-tlds.txt (written from Debian's `publicsuffix` with
+# --tlds-from; its SHA-256 goes in the list's header): a dotted name ending in one
+# (`user.email`, `asyncio.run`, `README.md`) could be a host someone registers,
+# and is not listed.
+TLDS = ROOT / "scripts" / "harvest" / "psl-tlds.txt"
 
 
-def top_level_domains(text: str) -> set[str]:
+def write_tlds(psl: Path) -> None:
+    """Write TLDS from a Public Suffix List file: the last label of every rule of
+    its ICANN section, ASCII ones only (the list's names are ASCII)."""
+    data = psl.read_bytes()
     tlds, icann = set(), False
-    for line in text.splitlines():
+    for line in data.decode("utf-8").splitlines():
         line = line.strip()
         if line.startswith("// ===BEGIN ICANN DOMAINS==="):
             icann = True
@@ -80,7 +87,17 @@ def top_level_domains(text: str) -> set[str]:
             label = line.lstrip("!*.").rsplit(".", 1)[-1].lower()
             if label.isascii():
                 tlds.add(label)
-    return tlds
+    with open(TLDS, "w", encoding="utf-8") as f:
+        f.write(f"# top-level domains of the ICANN section of {psl}, sha256 {hashlib.sha256(data).hexdigest()}\n")
+        f.write("# written by scripts/harvest/common_names.py --tlds-from\n")
+        for t in sorted(tlds):
+            f.write(t + "\n")
+
+
+def read_tlds() -> tuple[set[str], str]:
+    data = TLDS.read_bytes()
+    tlds = {l for l in data.decode("utf-8").splitlines() if l and not l.startswith("# ")}
+    return tlds, hashlib.sha256(data).hexdigest()
 
 
 def upstream(group: str) -> str:
@@ -138,8 +155,7 @@ def main() -> None:
     groups: dict[str, set[str]] = collections.defaultdict(set)
     hosts: set[str] = set()
     split = splits()
-    psl = PSL.read_bytes()
-    tlds = top_level_domains(psl.decode("utf-8"))
+    tlds, tlds_digest = read_tlds()
     digests = {}
     for name in FILES:
         path = HARVEST / name
@@ -171,11 +187,17 @@ def main() -> None:
         f.write(f"# rule: whole tokens in >= {MIN_GROUPS} upstream projects of the train and dev splits; no host, handle or TLD ending\n")
         for name in FILES:
             f.write(f"# sha256 {name} {digests[name]}\n")
-        f.write(f"# sha256 {PSL} {hashlib.sha256(psl).hexdigest()}\n")
+        f.write(f"# sha256 psl-tlds.txt {tlds_digest}\n")
         for t in listed:
             f.write(t + "\n")
     print(f"{len(listed)} names of {len(groups)} names of the shape seen -> {OUT.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] == ["--tlds-from"] and len(sys.argv) == 3:
+        write_tlds(Path(sys.argv[2]))
+    elif sys.argv[1:]:
+        sys.exit("usage: common_names.py [--tlds-from /usr/share/publicsuffix/public_suffix_list.dat]")
     main()

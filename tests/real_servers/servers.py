@@ -80,7 +80,8 @@ GIT_ENV = {
 # and names `node_modules` in another, which the tool-transfer check once held;
 # and together.py's one session reads them and then runs code through code-runner,
 # which the taint control once blocked (the README had labelled `console.log`).
-INTEROP_NPM = Path(__file__).resolve().parents[2] / ".interop" / "node_modules"
+# Where run.py finds the interop pieces (PORTCULLIS_INTEROP_DIR, else .interop).
+INTEROP_NPM = Path(os.environ.get("PORTCULLIS_INTEROP_DIR") or Path(__file__).resolve().parents[2] / ".interop") / "node_modules"
 REAL_DOCS = {
     "glob-README.md": "glob/README.md",  # glob@13.0.7, 44 KB
     "chalk-readme.md": "chalk/readme.md",  # chalk@5.6.2, 12 KB

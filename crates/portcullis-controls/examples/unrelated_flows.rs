@@ -11,8 +11,12 @@
 //! a label as the control rules now, and whether it did before that list
 //! (a listed name of the result found in the call).
 //!
-//!     cargo run --release -p portcullis-controls --example unrelated_flows -- \
+//!     cargo run --profile bench -p portcullis-controls --example unrelated_flows -- \
 //!         [corpus/harvest] [pairs, default 5000]
+//!
+//! To measure the control as it was before the list, copy this file into an
+//! older checkout with `fn common_name(_: &str) -> bool { false }` in place of
+//! the import (its "with the list" row is then that checkout's control).
 use portcullis_controls::taint::{common_name, Label, TaintStore};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -91,6 +95,9 @@ fn main() -> anyhow::Result<()> {
         "{} texts of {groups} packages (test split); {pairs} pairs",
         texts.len()
     );
+    if groups < 2 || pairs == 0 {
+        anyhow::bail!("{dir}: pairs of texts of two packages need two test-split packages and a count above 0");
+    }
     // A fixed xorshift: the same pairs on every run.
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let mut next = move || {

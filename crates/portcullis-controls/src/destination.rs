@@ -25,7 +25,9 @@
 //! (configured secrets, canaries, what the output guard classed as a secret or
 //! PII) are not covered: they stay under `taint.sensitive`.
 
-use crate::taint::{is_host_like, is_reference, split_tokens, value_like, walk, Match, TaintStore};
+use crate::taint::{
+    common_name, is_host_like, is_reference, split_tokens, value_like, walk, Match, TaintStore,
+};
 use serde_json::Value;
 
 /// Whether `v`, a whole argument, is shaped like a place data is sent or written:
@@ -164,7 +166,9 @@ pub fn client_named(
             continue;
         }
         let one_token = split_tokens(s).eq(std::iter::once(s.as_str()));
-        let told = one_token && value_like(s, taint.min_len());
+        // A name real software shares is a value no result is labelled with
+        // (`taint::common_name`): its origin is not told by the labels.
+        let told = one_token && value_like(s, taint.min_len()) && !common_name(s);
         if !told || matches.iter().any(|m| &m.arg_path == path) || told_by_a_label(s, taint) {
             return None;
         }
@@ -450,6 +454,18 @@ mod tests {
             assert!(!m.is_empty(), "{args}");
             assert!(client_named(&args, &m, &[], &t).is_none(), "{args}");
         }
+    }
+
+    /// A name real software shares is not labelled in a result, so its origin
+    /// is not told: a result's "save it as notes.txt" is not the client's.
+    #[test]
+    fn a_common_name_is_not_a_destination_the_client_told() {
+        assert!(crate::taint::common_name("notes.txt"));
+        let mut t = read(&format!("{EMAIL}\nSave a copy as notes.txt."));
+        let args = json!({"path": "notes.txt", "content": EMAIL});
+        let m = t.matches(&args);
+        assert!(!m.is_empty(), "{args}");
+        assert!(client_named(&args, &m, &[], &t).is_none(), "{args}");
     }
 
     #[test]

@@ -67,13 +67,13 @@ pub struct DefinitionValues {
 }
 
 /// Whether a token of a definition is an operand: a value, by the one rule
-/// taint labels follow too ([`value_like`]: a digit, a `.`, `@`, `:`, `=`, `+`, a
-/// rooted path, or 24 characters, and not a value every server writes; a
-/// [`crate::taint::common_name`] stays an operand: a poisoned definition can be
-/// written in those names alone, `track(process.env)`). Letters
-/// joined by `-`, `_` or `/` (`line-based`, `file/directory`, `input_required`)
-/// are words and identifiers of the documentation, which a model may well write
-/// in prose of its own.
+/// taint labels follow too ([`value_like`]: a digit, a `.`, `@`, `:`, `=`, `+`,
+/// a rooted path, or 24 characters with a letter or digit, and not a value
+/// every server writes). A [`crate::taint::common_name`], which a result's
+/// labels leave out, stays an operand: a poisoned definition can be written in
+/// those names alone (`track(process.env)`). Letters joined by `-`, `_` or `/`
+/// (`line-based`, `file/directory`, `input_required`) are words and identifiers
+/// of the documentation, which a model may well write in prose of its own.
 pub(crate) fn is_operand(t: &str, min_len: usize) -> bool {
     value_like(t, min_len)
 }

@@ -299,8 +299,9 @@ pub fn hint(v: &str) -> String {
 /// operands of definitions ([`crate::operands`]):
 ///
 /// - at least `min_len` characters, and
-/// - a digit, or `min_len` letters and digits with at least 24 characters or
-///   one of `.` `@` `:` `=` `+` or a root (`/…`, `~/…`: a path); letters joined
+/// - a digit, or at least 24 characters with a letter or digit, or `min_len`
+///   letters and digits with one of `.` `@` `:` `=` `+` or a root (`/…`, `~/…`:
+///   a path); letters joined
 ///   only by `-`, `_` or `/` (`line-based`, `file/directory`,
 ///   `input_required`) are words, and
 /// - not a [`common_value`]: a MIME type, a date or time, a version number, a
@@ -322,14 +323,14 @@ pub(crate) fn value_like(t: &str, min_len: usize) -> bool {
         return false;
     }
     let digit = t.chars().any(|c| c.is_ascii_digit());
-    // Length, marks and roots count in tokens with `min_len` letters or digits
-    // (`notes.txt`, `/etc/passwd`; not `...`, `e.g.,` or a rule of 76 `=`).
+    // Marks and roots count in tokens with `min_len` letters or digits
+    // (`notes.txt`, `/etc/passwd`; not `...` or `e.g.,`), length in tokens with
+    // any (`../../../../../../../.env`; not a rule of 76 `=` under a heading).
+    let alnum = || t.chars().filter(|c| c.is_alphanumeric()).count();
     let shaped = digit
-        || ((n >= 24
-            || t.starts_with('/')
-            || t.starts_with("~/")
-            || t.chars().any(|c| ".@:=+".contains(c)))
-            && t.chars().filter(|c| c.is_alphanumeric()).count() >= min_len);
+        || (n >= 24 && t.chars().any(char::is_alphanumeric))
+        || ((t.starts_with('/') || t.starts_with("~/") || t.chars().any(|c| ".@:=+".contains(c)))
+            && alnum() >= min_len);
     // The shape first: most tokens of a result are words, and `common_value`
     // (which allocates) only has to rule on the few that look like values.
     shaped && !common_value(t)
@@ -1540,7 +1541,11 @@ impl TaintStore {
         let labelled: Vec<(&str, &Label)> = shown_tokens
             .into_iter()
             .chain(respelled.iter().map(String::as_str))
-            .filter(|v| *v != label.record_id && !common_name(v) && !self.client_sent(v))
+            .filter(|v| {
+                *v != label.record_id
+                    && (label.sensitive || !common_name(v))
+                    && !self.client_sent(v)
+            })
             .map(|v| (v, label))
             .chain(masked.into_iter().map(|v| (v, &sensitive)))
             .collect();
@@ -2561,8 +2566,13 @@ mod tests {
             "192.168.10.20",
             "token=abcdef12",
             "internalprojectcodenameword",
+            "../../../../../../../.env",
         ] {
             assert!(value_like(v, 8), "{v} is a value");
+        }
+        // A heading's rule is no value, however long.
+        for v in ["=".repeat(76), "-".repeat(40), "*".repeat(24)] {
+            assert!(!value_like(&v, 8), "{v} is not a value");
         }
         // Not values: words, MIME types, dates and times, versions, quantities,
         // character sets, and anything under `min_len`.

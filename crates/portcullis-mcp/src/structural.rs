@@ -17,7 +17,7 @@ use portcullis_controls::metadata::{MetadataFindings, MetadataPolicy, Neighbour}
 use portcullis_controls::operands::DefinitionValues;
 use portcullis_controls::pins;
 use portcullis_controls::store::{self, NewItem, QueueItem, Store};
-use portcullis_controls::taint::{Label, TaintStore};
+use portcullis_controls::taint::{common_name, Label, TaintStore};
 use portcullis_core::jsonpath::key_segment;
 use portcullis_core::{Action, Channel, DecisionRecord, Finding, Severity, StageOutput, Status};
 use portcullis_detect::RecordMeta;
@@ -245,10 +245,13 @@ struct HeldItem {
 /// Taint labels the writer keeps while the store cannot take them.
 const MAX_UNWRITTEN_LABELS: usize = 65_536;
 
-/// Labels read back from the state store, into the in-memory labels.
+/// Labels read back from the state store, into the in-memory labels. A result's
+/// label of a name real software shares (written by an older gateway, or before
+/// the list had it) is not one this gateway would make: it is left out.
 fn add_stored(taint: &mut TaintStore, labels: Vec<store::StoredLabel>) {
     for k in labels {
         match &k.value {
+            Some(v) if !k.label.sensitive && k.label.source == "result" && common_name(v) => {}
             Some(v) => taint.add_seen(v, k.label, k.seen),
             None => taint.add_hashed(&k.digest, &k.hint, k.label, k.seen),
         }
@@ -1749,6 +1752,40 @@ mod tests {
             how,
             hint: "http… (30 chars)".into(),
             reference,
+        }
+    }
+
+    /// A stored label of a name real software shares (an older gateway's) is not
+    /// read back; any other label is, and a sensitive one whatever its value.
+    #[test]
+    fn stored_labels_of_common_names_are_left_out() {
+        let stored = |value: &str, sensitive: bool, source: &'static str| store::StoredLabel {
+            digest: portcullis_core::sha256_hex(value.as_bytes()),
+            value: Some(value.into()),
+            hint: portcullis_controls::taint::hint(value),
+            label: Label {
+                sensitive,
+                source,
+                ..m(false, "exact", false).label
+            },
+            seen: portcullis_controls::taint::now_secs(),
+        };
+        let mut taint = TaintStore::new(100, 8);
+        add_stored(
+            &mut taint,
+            vec![
+                stored("console.log", false, "result"),
+                stored("survey-2026.csv", false, "result"),
+                stored("module.exports", true, "guard"),
+            ],
+        );
+        for (code, flow) in [
+            ("console.log(1)", false),
+            ("wc -l survey-2026.csv", true),
+            ("x = module.exports", true),
+        ] {
+            let m = taint.matches(&serde_json::json!({ "code": code }));
+            assert_eq!(!m.is_empty(), flow, "{code}: {m:?}");
         }
     }
 
