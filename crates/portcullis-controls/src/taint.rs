@@ -1341,6 +1341,12 @@ impl TaintStore {
         if value.chars().count() < self.min_len {
             return false;
         }
+        // A result's name real software shares is vocabulary, not its data: not
+        // labelled, whether it comes from a result now or from the state store
+        // (an older gateway's label). A sensitive label is kept whatever it is.
+        if !label.sensitive && label.source == "result" && common_name(value) {
+            return false;
+        }
         match self.values.get_mut(value) {
             // The same class (server, sensitive): nothing to count or trim, so
             // the entry is updated where it is (a server repeating its values in
@@ -1512,7 +1518,8 @@ impl TaintStore {
     /// forwarded: a token of `raw` missing from `shown` was masked by the output
     /// guard and is labelled sensitive whatever its origin; a token of `shown`
     /// the client sent first stays the client's and is not labelled, nor is a
-    /// [`common_name`] (vocabulary, not the result's data), nor is the
+    /// [`common_name`] (vocabulary, not the result's data: [`TaintStore`]'s
+    /// insert refuses it), nor is the
     /// result's own record id: the gateway wrote it (the notice of a cut names
     /// it) after the server answered, so the server cannot have chosen it, and a
     /// copy of a redacted text must not read as the server's data.
@@ -1541,11 +1548,7 @@ impl TaintStore {
         let labelled: Vec<(&str, &Label)> = shown_tokens
             .into_iter()
             .chain(respelled.iter().map(String::as_str))
-            .filter(|v| {
-                *v != label.record_id
-                    && (label.sensitive || !common_name(v))
-                    && !self.client_sent(v)
-            })
+            .filter(|v| *v != label.record_id && !self.client_sent(v))
             .map(|v| (v, label))
             .chain(masked.into_iter().map(|v| (v, &sensitive)))
             .collect();

@@ -17,7 +17,7 @@ use portcullis_controls::metadata::{MetadataFindings, MetadataPolicy, Neighbour}
 use portcullis_controls::operands::DefinitionValues;
 use portcullis_controls::pins;
 use portcullis_controls::store::{self, NewItem, QueueItem, Store};
-use portcullis_controls::taint::{common_name, Label, TaintStore};
+use portcullis_controls::taint::{Label, TaintStore};
 use portcullis_core::jsonpath::key_segment;
 use portcullis_core::{Action, Channel, DecisionRecord, Finding, Severity, StageOutput, Status};
 use portcullis_detect::RecordMeta;
@@ -245,13 +245,12 @@ struct HeldItem {
 /// Taint labels the writer keeps while the store cannot take them.
 const MAX_UNWRITTEN_LABELS: usize = 65_536;
 
-/// Labels read back from the state store, into the in-memory labels. A result's
-/// label of a name real software shares (written by an older gateway, or before
-/// the list had it) is not one this gateway would make: it is left out.
+/// Labels read back from the state store, into the in-memory labels (a result's
+/// label of a name real software shares, an older gateway's, is refused by the
+/// taint store as a new one would be).
 fn add_stored(taint: &mut TaintStore, labels: Vec<store::StoredLabel>) {
     for k in labels {
         match &k.value {
-            Some(v) if !k.label.sensitive && k.label.source == "result" && common_name(v) => {}
             Some(v) => taint.add_seen(v, k.label, k.seen),
             None => taint.add_hashed(&k.digest, &k.hint, k.label, k.seen),
         }
