@@ -10,8 +10,12 @@ use portcullis_controls::redirect::transfer;
 use serde_json::{json, Value};
 use std::io::BufRead;
 
-/// @modelcontextprotocol/server-filesystem@2026.8.31, mcp-server-fetch and
-/// mcp-server-git (tests/real_servers): the tools a client of the three lists.
+#[path = "../tests/support/git_tools.rs"]
+mod git_tools;
+
+/// @modelcontextprotocol/server-filesystem@2026.8.31 and mcp-server-fetch
+/// (tests/real_servers): with mcp-server-git's, the tools a client of the three
+/// lists.
 const LISTED: &[&str] = &[
     "read_file",
     "read_text_file",
@@ -28,22 +32,14 @@ const LISTED: &[&str] = &[
     "get_file_info",
     "list_allowed_directories",
     "fetch",
-    "git_status",
-    "git_diff_unstaged",
-    "git_diff_staged",
-    "git_diff",
-    "git_commit",
-    "git_add",
-    "git_reset",
-    "git_log",
-    "git_create_branch",
-    "git_checkout",
-    "git_show",
-    "git_branch",
 ];
 
 fn main() -> std::io::Result<()> {
-    let known: Vec<String> = LISTED.iter().map(|s| s.to_string()).collect();
+    let known: Vec<String> = LISTED
+        .iter()
+        .chain(git_tools::GIT_TOOLS)
+        .map(|s| s.to_string())
+        .collect();
     let (mut texts, mut hits) = (0usize, 0usize);
     for (n, line) in std::io::stdin().lock().lines().enumerate() {
         let line = line?;

@@ -559,29 +559,27 @@ fn visible(c: char) -> bool {
 /// Where the neighbourhood before byte `at` starts: [`PHRASE_REACH`] visible
 /// characters back, then back to the start of the name it cut into.
 fn reach_back(text: &str, at: usize) -> usize {
-    let mut seen = 0;
-    let mut start = at;
-    for (i, c) in text[..at].char_indices().rev() {
-        if seen == PHRASE_REACH && !name_char(c) {
-            break;
-        }
-        seen += usize::from(visible(c) && seen < PHRASE_REACH);
-        start = i;
-    }
-    start
+    reach_stop(text[..at].char_indices().rev()).map_or(0, |(i, c)| i + c.len_utf8())
 }
 
 /// Where the neighbourhood after byte `at` ends: [`PHRASE_REACH`] visible
 /// characters on, then on to the end of the name it cut into.
 fn reach_on(text: &str, at: usize) -> usize {
+    reach_stop(text[at..].char_indices()).map_or(text.len(), |(i, _)| at + i)
+}
+
+/// The first character of a walk (either direction) that is outside the
+/// neighbourhood: past [`PHRASE_REACH`] visible characters and not part of the
+/// name they ended in; `None` when the walk runs out first.
+fn reach_stop(chars: impl Iterator<Item = (usize, char)>) -> Option<(usize, char)> {
     let mut seen = 0;
-    for (i, c) in text[at..].char_indices() {
+    for (i, c) in chars {
         if seen == PHRASE_REACH && !name_char(c) {
-            return at + i;
+            return Some((i, c));
         }
         seen += usize::from(visible(c) && seen < PHRASE_REACH);
     }
-    text.len()
+    None
 }
 
 fn walk(v: &Value, path: String, out: &mut Vec<(String, String)>) {

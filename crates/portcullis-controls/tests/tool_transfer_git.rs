@@ -15,21 +15,9 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
 
-/// mcp-server-git's tools (PyPI `mcp-server-git`).
-const GIT_TOOLS: &[&str] = &[
-    "git_status",
-    "git_diff_unstaged",
-    "git_diff_staged",
-    "git_diff",
-    "git_commit",
-    "git_add",
-    "git_reset",
-    "git_log",
-    "git_create_branch",
-    "git_checkout",
-    "git_show",
-    "git_branch",
-];
+#[path = "support/git_tools.rs"]
+mod git_tools;
+use git_tools::GIT_TOOLS;
 
 /// Run real git in `dir` with a clean, fixed environment (no user or system
 /// configuration, English messages, advice on as by default); its stdout (and
