@@ -12,7 +12,15 @@
 //! (a listed name of the result found in the call).
 //!
 //!     cargo run --profile bench -p portcullis-controls --example unrelated_flows -- \
-//!         [corpus/harvest] [pairs, default 5000]
+//!         [corpus/harvest] [pairs, default 5000] [--doc-code]
+//!
+//! `--doc-code` pairs related texts instead: a package's documentation (a
+//! README, `.md` or `.rst`) as the result and code of the same package (`.py`,
+//! `.js`, `.ts`, `.mjs`, `.cjs`) as the call, as when an agent reads a
+//! library's docs through one server and runs code written with it through
+//! another. Such a call carries the library's own names, which no list of
+//! names shared by many projects holds; every flow found is still not data
+//! leaving, so it counts as a false one.
 //!
 //! To measure the control as it was before the list, copy this file into an
 //! older checkout with `fn common_name(_: &str) -> bool { false }` in place of
@@ -55,6 +63,29 @@ fn splits(dir: &str) -> anyhow::Result<HashMap<String, String>> {
     Ok(out)
 }
 
+/// What a harvested text is, by its file name (the origin's path).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Doc,
+    Code,
+    Other,
+}
+
+fn kind_of(origin: &str) -> Kind {
+    let path = origin.split('#').next().unwrap_or_default().to_lowercase();
+    let name = path.rsplit('/').next().unwrap_or_default();
+    if name.starts_with("readme") || name.ends_with(".md") || name.ends_with(".rst") {
+        Kind::Doc
+    } else if [".py", ".js", ".ts", ".mjs", ".cjs"]
+        .iter()
+        .any(|e| name.ends_with(e))
+    {
+        Kind::Code
+    } else {
+        Kind::Other
+    }
+}
+
 /// Wilson 95% interval of k of n, in percent.
 fn wilson(k: usize, n: usize) -> (f64, f64) {
     let (k, n, z) = (k as f64, n as f64, 1.96f64);
@@ -69,8 +100,14 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let dir = args.first().map_or("corpus/harvest", String::as_str);
     let pairs: usize = args.get(1).map_or(Ok(5000), |n| n.parse())?;
+    let doc_code = match args.get(2).map(String::as_str) {
+        None => false,
+        Some("--doc-code") => true,
+        Some(other) => anyhow::bail!("unknown argument {other:?} (expected --doc-code)"),
+    };
     let split = splits(dir)?;
-    let mut texts: Vec<(String, String)> = Vec::new();
+    // (package, text, what it is: a document, code or neither)
+    let mut texts: Vec<(String, String, Kind)> = Vec::new();
     for f in FILES {
         let path = format!("{dir}/{f}");
         let file = std::fs::File::open(&path).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
@@ -82,19 +119,32 @@ fn main() -> anyhow::Result<()> {
                 anyhow::bail!("{path}: package {group} has no split in MANIFEST.json");
             };
             if s == "test" && !text.is_empty() {
-                texts.push((group, text));
+                let kind = kind_of(r["origin"].as_str().unwrap_or_default());
+                texts.push((group, text, kind));
             }
         }
     }
     let groups = texts
         .iter()
-        .map(|(g, _)| g.as_str())
+        .map(|(g, _, _)| g.as_str())
         .collect::<std::collections::HashSet<_>>()
         .len();
+    let pairing = if doc_code {
+        "a document and code of one package"
+    } else {
+        "texts of two packages"
+    };
     println!(
-        "{} texts of {groups} packages (test split); {pairs} pairs",
+        "{} texts of {groups} packages (test split); {pairs} pairs of {pairing}",
         texts.len()
     );
+    if doc_code
+        && !texts
+            .iter()
+            .any(|d| d.2 == Kind::Doc && texts.iter().any(|c| c.0 == d.0 && c.2 == Kind::Code))
+    {
+        anyhow::bail!("{dir}: no test-split package has both a document and code");
+    }
     if groups < 2 || pairs == 0 {
         anyhow::bail!("{dir}: pairs of texts of two packages need two test-split packages and a count above 0");
     }
@@ -120,7 +170,12 @@ fn main() -> anyhow::Result<()> {
     while done < pairs {
         let a = &texts[(next() % texts.len() as u64) as usize];
         let b = &texts[(next() % texts.len() as u64) as usize];
-        if a.0 == b.0 {
+        let wanted = if doc_code {
+            a.0 == b.0 && a.2 == Kind::Doc && b.2 == Kind::Code
+        } else {
+            a.0 != b.0
+        };
+        if !wanted {
             continue;
         }
         done += 1;
