@@ -15,12 +15,14 @@
 //!         [corpus/harvest] [pairs, default 5000] [--doc-code]
 //!
 //! `--doc-code` pairs related texts instead: a package's documentation (a
-//! README, `.md` or `.rst`) as the result and code of the same package (`.py`,
-//! `.js`, `.ts`, `.mjs`, `.cjs`) as the call, as when an agent reads a
-//! library's docs through one server and runs code written with it through
-//! another. Such a call carries the library's own names, which no list of
-//! names shared by many projects holds; every flow found is still not data
-//! leaving, so it counts as a false one.
+//! README, `.md` or `.rst` file of the harvested texts) as the result and the
+//! package's own code (`.py`, `.js`, `.ts`, `.mjs`, `.cjs`) as the call — a
+//! stand-in for an agent that reads a library's docs through one server and
+//! runs code written with it through another. Such a call carries the
+//! library's own names, which no list of names shared by many projects holds;
+//! every flow found is still not data leaving, so it counts as a false one.
+//! The "before the list" row is this run's estimate (a flow found, or a listed
+//! name of the result in the call), not an older checkout's control.
 //!
 //! To measure the control as it was before the list, copy this file into an
 //! older checkout with `fn common_name(_: &str) -> bool { false }` in place of
@@ -88,23 +90,32 @@ fn kind_of(origin: &str) -> Kind {
 
 /// Wilson 95% interval of k of n, in percent.
 fn wilson(k: usize, n: usize) -> (f64, f64) {
-    let (k, n, z) = (k as f64, n as f64, 1.96f64);
-    let p = k / n;
-    let d = 1.0 + z * z / n;
-    let c = (p + z * z / (2.0 * n)) / d;
-    let h = z * ((p * (1.0 - p) + z * z / (4.0 * n)) / n).sqrt() / d;
-    (100.0 * (c - h), 100.0 * (c + h))
+    let (lo, hi) = portcullis_core::stats::wilson(k as u64, n as u64, 1.96);
+    (100.0 * lo, 100.0 * hi)
 }
 
 fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    const USAGE: &str = "usage: unrelated_flows [HARVEST_DIR] [PAIRS] [--doc-code]";
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let before = args.len();
+    args.retain(|a| a != "--doc-code");
+    let doc_code = args.len() < before;
+    if let Some(flag) = args.iter().find(|a| a.starts_with("--")) {
+        anyhow::bail!("unknown option {flag:?}\n{USAGE}");
+    }
+    if args.len() > 2 {
+        anyhow::bail!("too many arguments: {:?}\n{USAGE}", &args[2..]);
+    }
     let dir = args.first().map_or("corpus/harvest", String::as_str);
-    let pairs: usize = args.get(1).map_or(Ok(5000), |n| n.parse())?;
-    let doc_code = match args.get(2).map(String::as_str) {
-        None => false,
-        Some("--doc-code") => true,
-        Some(other) => anyhow::bail!("unknown argument {other:?} (expected --doc-code)"),
+    let pairs: usize = match args.get(1) {
+        None => 5000,
+        Some(n) => n
+            .parse()
+            .map_err(|e| anyhow::anyhow!("PAIRS {n:?} is not a count ({e})\n{USAGE}"))?,
     };
+    if pairs == 0 {
+        anyhow::bail!("PAIRS must be above 0\n{USAGE}");
+    }
     let split = splits(dir)?;
     // (package, text, what it is: a document, code or neither)
     let mut texts: Vec<(String, String, Kind)> = Vec::new();
@@ -119,7 +130,12 @@ fn main() -> anyhow::Result<()> {
                 anyhow::bail!("{path}: package {group} has no split in MANIFEST.json");
             };
             if s == "test" && !text.is_empty() {
-                let kind = kind_of(r["origin"].as_str().unwrap_or_default());
+                // A harvested result's origin is the call that made it, not a
+                // file name: only the texts are documents or code.
+                let kind = match f {
+                    "results.jsonl.gz" => Kind::Other,
+                    _ => kind_of(r["origin"].as_str().unwrap_or_default()),
+                };
                 texts.push((group, text, kind));
             }
         }
@@ -145,8 +161,8 @@ fn main() -> anyhow::Result<()> {
     {
         anyhow::bail!("{dir}: no test-split package has both a document and code");
     }
-    if groups < 2 || pairs == 0 {
-        anyhow::bail!("{dir}: pairs of texts of two packages need two test-split packages and a count above 0");
+    if !doc_code && groups < 2 {
+        anyhow::bail!("{dir}: pairs of texts of two packages need two test-split packages");
     }
     // A fixed xorshift: the same pairs on every run.
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
