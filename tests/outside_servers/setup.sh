@@ -8,7 +8,10 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 W=${OUTSIDE_WORK:-/tmp/portcullis-outside}
 PY313=${PY313:-$(pyenv root 2>/dev/null)/versions/3.13.0/bin/python3.13}
-NPM="$REPO/.interop/node_modules/node/bin/npm"
+# The npm registry's `node` package ships node without npm: the system's npm
+# (any; it only installs) runs under .interop's node, which is first on PATH.
+NPM=${NPM:-$(command -v npm || true)}
+[ -n "$NPM" ] || { echo "setup: npm missing (apt-get install -y npm, or set NPM)" >&2; exit 2; }
 export PATH="$REPO/.interop/node_modules/node/bin:$PATH"
 mkdir -p "$W/npm"
 command -v rg >/dev/null || { echo "setup: ripgrep missing (apt-get install -y ripgrep)" >&2; exit 2; }
