@@ -1,17 +1,18 @@
 #!/bin/bash
 # Installs the 16 servers of new_servers.py, at the versions they were measured
 # with, into $OUTSIDE_WORK (default /tmp/portcullis-outside). Needs the project's
-# .interop (scripts/setup-interop.sh: Node, the Python SDK client), ripgrep
+# .interop (scripts/setup-interop.sh: Node, the Python SDK client), an npm, ripgrep
 # (mcp-ripgrep) and a Python 3.13 (pyenv's 3.13.0 here) for three of them.
 # Not part of `make test`: a measurement from outside, run by hand.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 W=${OUTSIDE_WORK:-/tmp/portcullis-outside}
 PY313=${PY313:-$(pyenv root 2>/dev/null)/versions/3.13.0/bin/python3.13}
-# The npm registry's `node` package ships node without npm: the system's npm
-# (any; it only installs) runs under .interop's node, which is first on PATH.
+# The npm registry's `node` package ships node without npm: a self-contained
+# npm on PATH (the nodejs.org or NodeSource build; Debian's needs Debian's node)
+# runs under .interop's node, which is first on PATH below.
 NPM=${NPM:-$(command -v npm || true)}
-[ -n "$NPM" ] || { echo "setup: npm missing (apt-get install -y npm, or set NPM)" >&2; exit 2; }
+[ -n "$NPM" ] || { echo "setup: npm missing (install the nodejs.org or NodeSource build, or set NPM)" >&2; exit 2; }
 export PATH="$REPO/.interop/node_modules/node/bin:$PATH"
 mkdir -p "$W/npm"
 command -v rg >/dev/null || { echo "setup: ripgrep missing (apt-get install -y ripgrep)" >&2; exit 2; }
