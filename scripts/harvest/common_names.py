@@ -159,18 +159,22 @@ def main() -> None:
     digests = {}
     for name in FILES:
         path = HARVEST / name
-        digests[name] = hashlib.sha256(path.read_bytes()).hexdigest()
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for line in f:
-                r = json.loads(line)
-                g = r["lineage_group"]
-                if split[g] == "test":
-                    continue
-                text = r.get("text", "")
-                for tok in names(text):
-                    groups[tok].add(upstream(g))
-                for m in HOSTS.finditer(text):
-                    hosts.add(m.group(1).lower())
+        data = path.read_bytes()
+        digests[name] = hashlib.sha256(data).hexdigest()
+        # Lines end at "\n" only (a text may hold U+2028, which `splitlines` cuts at).
+        for line in gzip.decompress(data).decode("utf-8").split("\n"):
+            if not line:
+                continue
+            r = json.loads(line)
+            g = r["lineage_group"]
+            if split[g] == "test":
+                continue
+            text = r.get("text", "")
+            up = upstream(g)
+            for tok in names(text):
+                groups[tok].add(up)
+            for m in HOSTS.finditer(text):
+                hosts.add(m.group(1).lower())
     listed = sorted(
         t
         for t, gs in groups.items()

@@ -27,7 +27,7 @@
 //! To measure the control as it was before the list, copy this file into an
 //! older checkout with `fn common_name(_: &str) -> bool { false }` in place of
 //! the import (its "with the list" row is then that checkout's control).
-use portcullis_controls::taint::{common_name, Label, TaintStore};
+use portcullis_controls::taint::{common_name, tokens, Label, TaintStore};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -196,14 +196,14 @@ fn main() -> anyhow::Result<()> {
         }
         done += 1;
         let mut store = TaintStore::new(100_000, 8);
-        store.add_result(&json!({"content": [{"type": "text", "text": a.1}]}), &label);
+        let result = json!({"content": [{"type": "text", "text": a.1}]});
+        store.add_result(&result, &label);
         let found = store.matches(&json!({ "text": b.1 }));
         // A listed name of the result that the call carries: a match before the list.
-        let names: Vec<&str> =
-            a.1.split(|c: char| c.is_whitespace() || "\"'`,;()[]{}<>|".contains(c))
-                .map(|t| t.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?')))
-                .filter(|t| common_name(t) && b.1.contains(*t))
-                .collect();
+        let names: Vec<&str> = tokens(&result, 8)
+            .into_iter()
+            .filter(|t| common_name(t) && b.1.contains(*t))
+            .collect();
         if !found.is_empty() {
             after += 1;
             for m in &found {

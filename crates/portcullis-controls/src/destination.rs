@@ -26,7 +26,7 @@
 //! PII) are not covered: they stay under `taint.sensitive`.
 
 use crate::taint::{
-    common_name, is_host_like, is_reference, split_tokens, value_like, walk, Match, TaintStore,
+    is_host_like, is_reference, result_value, split_tokens, walk, Match, TaintStore,
 };
 use serde_json::Value;
 
@@ -166,9 +166,9 @@ pub fn client_named(
             continue;
         }
         let one_token = split_tokens(s).eq(std::iter::once(s.as_str()));
-        // A name real software shares is a value no result is labelled with
-        // (`taint::common_name`): its origin is not told by the labels.
-        let told = one_token && value_like(s, taint.min_len()) && !common_name(s);
+        // Only a value a result would be labelled with has its origin told by
+        // the labels (a name real software shares is not one).
+        let told = one_token && result_value(s, taint.min_len());
         if !told || matches.iter().any(|m| &m.arg_path == path) || told_by_a_label(s, taint) {
             return None;
         }

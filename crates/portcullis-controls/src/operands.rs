@@ -74,7 +74,7 @@ pub struct DefinitionValues {
 /// those names alone (`track(process.env)`). Letters joined by `-`, `_` or `/`
 /// (`line-based`, `file/directory`, `input_required`) are words and identifiers
 /// of the documentation, which a model may well write in prose of its own.
-pub(crate) fn is_operand(t: &str, min_len: usize) -> bool {
+fn is_operand(t: &str, min_len: usize) -> bool {
     value_like(t, min_len)
 }
 

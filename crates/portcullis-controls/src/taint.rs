@@ -360,6 +360,13 @@ pub fn common_name(t: &str) -> bool {
         .contains(t)
 }
 
+/// Whether a token of a result is one its labels hold: a value
+/// ([`value_like`]) that is not a [`common_name`] (the taint store refuses a
+/// result's label of one, in `insert`).
+pub(crate) fn result_value(t: &str, min_len: usize) -> bool {
+    value_like(t, min_len) && !common_name(t)
+}
+
 /// Values any server may return, which say nothing about the data they came
 /// with: passing one on is not a flow of that data.
 ///
@@ -2682,7 +2689,8 @@ mod tests {
         assert!(m.len() == 1 && m[0].label.sensitive, "{m:?}");
         // A definition's operands keep every value: a poisoned description
         // may be written in such names alone.
-        assert!(common_name("process.env") && crate::operands::is_operand("process.env", 8));
+        // (`operands::is_operand` is `value_like`, with no list.)
+        assert!(common_name("process.env") && value_like("process.env", 8));
     }
 
     /// `runs` as first written (characters collected into new strings).

@@ -356,14 +356,14 @@ fn common_names_are_the_rule_run_on_the_committed_harvest() {
             continue;
         }
         let text = r.text.as_deref().unwrap_or_default();
+        let up = upstream(&r.lineage_group);
         for tok in sep.split(text) {
             let tok = tok.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?'));
             if listable(tok) {
-                let up = upstream(&r.lineage_group);
                 if let Some(g) = groups.get_mut(tok) {
-                    g.insert(up);
+                    g.insert(up.clone());
                 } else {
-                    groups.insert(tok.to_string(), HashSet::from([up]));
+                    groups.insert(tok.to_string(), HashSet::from([up.clone()]));
                 }
             }
         }
