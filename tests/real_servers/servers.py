@@ -59,6 +59,14 @@ METHOD_PAGE = """<!DOCTYPE html><html><head><title>Method</title></head><body>
 ROBOTS = "User-agent: *\nAllow: /\n"
 
 JS_CODE = "const total = [4, 1, 14, 2, 3].reduce((a, b) => a + b, 0);\nconsole.log(`total: ${total}`);\n"
+# Code written with glob's own API, as glob's README (read through filesystem)
+# shows it. In together.py, where filesystem is read first, the README's
+# `glob.sync` in this code is a value of another server's result: a name of code
+# written as code (the flow `taint.code_name`, allowed by default), not data leaving.
+GLOB_CODE = (
+    'const { glob } = require("{interop_npm}/glob");\n'
+    'console.log(glob.sync("*.md", { cwd: "{interop_npm}/glob" }).sort().join(","));\n'
+)
 JS_UNUSED = "function count(list) {\n  const unused = 3;\n  return list.length;\n}\ncount([1, 2]);\n"
 ESLINT_CONFIG = 'export default [{ files: ["**/*.js"], rules: { "no-unused-vars": "error", semi: "error" } }];\n'
 
@@ -336,8 +344,9 @@ SERVERS: list[Server] = [
         steps=[
             C("run-code", {"code": JS_CODE, "languageId": "javascript"}),
             C("run-code", {"code": "print(sum([4, 1, 14, 2, 3]))", "languageId": "python"}),
+            C("run-code", {"code": GLOB_CODE, "languageId": "javascript"}),
         ],
-        note="run a JavaScript and a Python snippet",
+        note="run a JavaScript and a Python snippet, and JavaScript written with glob's API (its README is filesystem's)",
     ),
     Server(
         "git-mcp-server", "@cyanheads/git-mcp-server", "npm",

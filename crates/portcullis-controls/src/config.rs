@@ -234,6 +234,16 @@ pub struct TaintConfig {
     /// "A destination the client named"); a human decides instead of a block.
     #[serde(default = "default_hold")]
     pub client_destination: FlowAction,
+    /// A name of code from a result — a library's API read in its documentation
+    /// (`chat.completions`, `@app.route`, `logprobs=`) — written as code in a
+    /// call that would otherwise be a `cross_server`, `sink` or
+    /// `client_destination` flow
+    /// ([`crate::taint::code_name_in`]). Allowed and recorded by default; never
+    /// stronger than the flow it replaces. A private value of that shape (a
+    /// dotted user name) written as a call moves under this rule too
+    /// (docs/structural.md, "A library's documentation and code written with it").
+    #[serde(default = "default_allow")]
+    pub code_name: FlowAction,
     /// A value written in one tool's definition (a path, key, number, link)
     /// passed to another tool: the definition steering the model
     /// ([`crate::operands`]). Held for a human by default: a server may
@@ -271,6 +281,7 @@ impl Default for TaintConfig {
             same_server: default_allow(),
             same_server_reference: default_allow(),
             client_destination: default_hold(),
+            code_name: default_allow(),
             definition: default_hold(),
             sensitive: default_block(),
             secret_env: Vec::new(),

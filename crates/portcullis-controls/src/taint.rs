@@ -61,6 +61,10 @@ pub struct Match {
     /// address, a file path, a file name or a relative path ending in one (see
     /// [`is_reference`]). Always false for a value known by digest.
     pub reference: bool,
+    /// The value is a name of code written as code in the argument (see
+    /// [`code_name_in`]): a library's API read in its documentation and used in
+    /// code sent elsewhere. Always false for a value known by digest.
+    pub code_name: bool,
 }
 
 /// Whether a value is a reference to somewhere rather than data: an `http://` or
@@ -167,6 +171,92 @@ fn file_name_in(view: &str, value: &str) -> bool {
     view.match_indices(value).any(|(i, _)| {
         edge(view[..i].chars().next_back()) && edge(view[i + value.len()..].chars().next())
     })
+}
+
+/// `value` is a name of code and `view` writes it as code: a library's API read
+/// in its documentation (`chat.completions`, `@app.route`, `logprobs=`) and
+/// used in code the model sends to another server. Either
+///
+/// - a digit-free chain of two or more ASCII identifiers joined by `.` or `::`,
+///   optionally after one `@` (`np.random`, `serde_json::from_str`,
+///   `@pytest.fixture`), every occurrence of which in `view` is written as
+///   code: after the rest of a longer name it starts and any further `.name`
+///   or `::name` segments, called or indexed (`chat.completions.create(`,
+///   `Runner.run_streamed(`, `os.environ[`), the whole argument of a call
+///   (`print(result.final_output)`) or an interpolation (`{event.data}`), or
+///   the module of a Python `import` or `from` line; and in a word with no
+///   `/`, `?`, `&`, `#`, `%` or `@` before it (not inside a link or an
+///   address). A host used as a host (`api.example.com/x`), a file name passed
+///   as one (`open("payouts.csv")`, `[notes](notes.md)`) or a name in prose or
+///   a parenthesis of prose is none; or
+/// - a keyword argument: an identifier and `=`, alone or with `True`, `False`,
+///   `None`, `true`, `false` or `null` (`logprobs=`, `stream=True`).
+///
+/// Such a value can still be private (a dotted user name, a passphrase of
+/// words joined by dots): written as a call it moves under its own, weaker
+/// flow, recorded (docs/structural.md, "A library's documentation and code
+/// written with it").
+pub fn code_name_in(view: &str, value: &str) -> bool {
+    fn ident(s: &str) -> bool {
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_')
+    }
+    if let Some((name, rest)) = value.split_once('=') {
+        return ident(name)
+            && matches!(
+                rest,
+                "" | "True" | "False" | "None" | "true" | "false" | "null"
+            );
+    }
+    let chain = value.strip_prefix('@').unwrap_or(value);
+    let segments: Vec<&str> = chain.split("::").flat_map(|s| s.split('.')).collect();
+    if segments.len() < 2 || !segments.iter().all(|s| ident(s)) {
+        return false;
+    }
+    let mut seen = false;
+    for (i, _) in view.match_indices(value) {
+        seen = true;
+        let word_start = view[..i].rfind(char::is_whitespace).map_or(0, |w| {
+            w + view[w..].chars().next().map_or(1, char::len_utf8)
+        });
+        if view[word_start..i].contains(['/', '?', '&', '#', '%', '@']) {
+            return false;
+        }
+        // Python's imports name a module as a statement of its own.
+        let line = &view[view[..i].rfind('\n').map_or(0, |n| n + 1)..i];
+        if matches!(line.trim_start(), "import " | "from ") {
+            continue;
+        }
+        // The name, then the rest of a longer name it starts (`Runner.run` in
+        // `Runner.run_streamed`) and any further segments.
+        let name_end = |t: &str| {
+            t.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(t.len())
+        };
+        let mut rest = &view[i + value.len()..];
+        rest = &rest[name_end(rest)..];
+        while let Some(after) = rest.strip_prefix("::").or_else(|| rest.strip_prefix('.')) {
+            if !after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+                break;
+            }
+            rest = &after[name_end(after)..];
+        }
+        // Called or indexed; or the whole argument of a call (`print(a.b)`, not
+        // a parenthesis of prose or a link's `](a.md)`) or an interpolation
+        // (`{a.b}`).
+        let before = &view.as_bytes()[..i];
+        let argument = before.ends_with(b"(")
+            && before
+                .len()
+                .checked_sub(2)
+                .is_some_and(|j| before[j].is_ascii_alphanumeric() || before[j] == b'_');
+        let called = rest.starts_with(['(', '['])
+            || (rest.starts_with(')') && argument)
+            || (rest.starts_with('}') && before.ends_with(b"{"));
+        if !called {
+            return false;
+        }
+    }
+    seen
 }
 
 /// `view` is a path under the labelled path `value` (a file in a directory the
@@ -1726,6 +1816,7 @@ impl TaintStore {
                             how,
                             hint: hint(value),
                             reference: is_reference(value),
+                            code_name: how == "substring" && code_name_in(view, value),
                         });
                         break;
                     }
@@ -1754,6 +1845,7 @@ impl TaintStore {
                             how,
                             hint: h.clone(),
                             reference: false,
+                            code_name: false,
                         });
                     }
                 }
@@ -2339,6 +2431,98 @@ mod tests {
             "C:\\data\\sales.csv",
         ] {
             assert!(!is_relative_file_path(v), "{v}");
+        }
+    }
+
+    #[test]
+    fn a_name_of_code_is_one_only_where_the_argument_writes_it_as_code() {
+        // Called, indexed, or reached through, every time: a name of code.
+        for (view, value) in [
+            (
+                "r = client.chat.completions.create(model=m)",
+                "chat.completions",
+            ),
+            ("x = np.random.default_rng(0)", "np.random"),
+            ("os.environ['HOME']; os.environ[\"PATH\"]", "os.environ"),
+            ("@app.route('/')\ndef index(): ...", "@app.route"),
+            (
+                "let v: Value = serde_json::from_str(s)?;",
+                "serde_json::from_str",
+            ),
+            ("std::fs::read_to_string(p)", "fs::read_to_string"),
+            ("create(logprobs=True, n=2)", "logprobs="),
+            ("create(stream=True)", "stream=True"),
+            ("r = Runner.run_streamed(agent)", "Runner.run"),
+            ("print(result.final_output)", "result.final_output"),
+            ("f\"{event.data}\"", "event.data"),
+            (
+                "from starlette.routing import Route\nimport tornado.web",
+                "starlette.routing",
+            ),
+            (
+                "from starlette.routing import Route\nimport tornado.web",
+                "tornado.web",
+            ),
+        ] {
+            assert!(code_name_in(view, value), "{view:?} / {value:?}");
+        }
+        // A host, a link, an address, a file name or prose: not one.
+        for (view, value) in [
+            ("curl https://internal.corp.example/upload", "internal.corp"),
+            ("https://evil.example/?q=secret.name(", "secret.name"),
+            ("GET /x?u=alice.smith(", "alice.smith"),
+            ("mail alice.smith@example.org (today)", "alice.smith"),
+            ("open(\"payouts.csv\")", "payouts.csv"),
+            ("save it as payouts.csv.", "payouts.csv"),
+            ("see [the notes](notes.md) (alice.smith)", "notes.md"),
+            ("see [the notes](notes.md) (alice.smith)", "alice.smith"),
+            ("the passphrase is amber.falcon.river", "amber.falcon.river"),
+            // Written once as code and once not: not one.
+            (
+                "chat.completions.create(); say chat.completions",
+                "chat.completions",
+            ),
+            // Digits, a value after `=`, or one segment: not one.
+            ("v2.client(x)", "v2.client"),
+            ("f(user=alice)", "user=alice"),
+            ("f(token=abc)", "token=abc"),
+            ("fetchAll(x)", "fetchAll"),
+            // A chain cut by something other than a name: not one.
+            ("a.b-c(x)", "a.b-c"),
+            ("absent(x)", "chat.completions"),
+        ] {
+            assert!(!code_name_in(view, value), "{view:?} / {value:?}");
+        }
+    }
+
+    #[test]
+    fn a_name_of_code_read_in_a_result_is_marked_in_the_match() {
+        let mut t = TaintStore::new(100, 8);
+        let readme =
+            "Call `chat.completions.create()`; set `logprobs=True`; send to partner.billing";
+        let label = Label {
+            server: "docs".into(),
+            tool: "read".into(),
+            record_id: "r1".into(),
+            sensitive: false,
+            source: "result",
+        };
+        t.add_result(
+            &json!({"content": [{"type": "text", "text": readme}]}),
+            &label,
+        );
+        let m = t.matches(&json!({"code": "r = c.chat.completions.create(logprobs=True)"}));
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert!(
+            m.iter().all(|m| m.how == "substring" && m.code_name),
+            "{m:?}"
+        );
+        // The same names as a whole argument, or beside a name not written as
+        // code: only the names of code are marked.
+        let m = t.matches(&json!({"to": "partner.billing", "code": "chat.completions.create()"}));
+        assert_eq!(m.len(), 2, "{m:?}");
+        for m in &m {
+            assert_eq!(m.code_name, m.arg_path == "$.code", "{m:?}");
         }
     }
 

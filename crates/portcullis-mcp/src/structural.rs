@@ -474,13 +474,24 @@ fn flow_severity(a: FlowAction) -> Severity {
     }
 }
 
-fn stronger(a: FlowAction, b: FlowAction) -> FlowAction {
-    let rank = |x: FlowAction| match x {
+fn rank(x: FlowAction) -> u8 {
+    match x {
         FlowAction::Allow => 0,
         FlowAction::Hold => 1,
         FlowAction::Block => 2,
-    };
+    }
+}
+
+fn stronger(a: FlowAction, b: FlowAction) -> FlowAction {
     if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
+
+fn weaker(a: FlowAction, b: FlowAction) -> FlowAction {
+    if rank(b) < rank(a) {
         b
     } else {
         a
@@ -996,7 +1007,11 @@ impl Structural {
         for m in matches {
             let cross = m.label.server != server;
             let (rule, a) = flow_rule(&self.config.taint, &m, cross, sink, destination.as_ref());
-            let key = format!("taint:{}/{}", m.label.server, m.label.tool);
+            // Remembering a name of code allows names of code, not the origin's data.
+            let key = match rule {
+                "taint.code_name" => format!("taint-name:{}/{}", m.label.server, m.label.tool),
+                _ => format!("taint:{}/{}", m.label.server, m.label.tool),
+            };
             let a = self.unless_remembered(a, server, tool, &key)?;
             let source = format!(
                 "{}/{} (record {}{})",
@@ -1664,6 +1679,25 @@ fn flow_rule(
     sink: bool,
     client_named: Option<&ClientNamed>,
 ) -> (&'static str, FlowAction) {
+    // A name of code written as code (a library's API from its documentation)
+    // moves under its own flow, never stronger than the one it replaces: it is
+    // no data, wherever the call sends it.
+    match data_flow_rule(cfg, m, cross, sink, client_named) {
+        ("taint.cross_server" | "taint.sink" | "taint.client_destination", a) if m.code_name => {
+            ("taint.code_name", weaker(cfg.code_name, a))
+        }
+        rule => rule,
+    }
+}
+
+/// [`flow_rule`] for any value, whatever its shape.
+fn data_flow_rule(
+    cfg: &crate::config::TaintConfig,
+    m: &portcullis_controls::taint::Match,
+    cross: bool,
+    sink: bool,
+    client_named: Option<&ClientNamed>,
+) -> (&'static str, FlowAction) {
     if m.label.sensitive && (cross || sink) {
         ("taint.sensitive", cfg.sensitive)
     } else if cross {
@@ -1751,6 +1785,7 @@ mod tests {
             how,
             hint: "http… (30 chars)".into(),
             reference,
+            code_name: false,
         }
     }
 
@@ -1836,6 +1871,67 @@ mod tests {
         assert_eq!(
             rule(&m(false, "exact", false), false, true),
             ("taint.sink", FlowAction::Block)
+        );
+    }
+
+    #[test]
+    fn a_name_of_code_written_as_code_is_its_own_flow_never_stronger() {
+        let cfg = crate::config::TaintConfig::default();
+        let code = Match {
+            code_name: true,
+            ..m(false, "substring", false)
+        };
+        // To another server or into a sink: allowed and recorded by default.
+        for (cross, sink) in [(true, false), (true, true), (false, true)] {
+            assert_eq!(
+                flow_rule(&cfg, &code, cross, sink, None),
+                ("taint.code_name", FlowAction::Allow),
+                "cross {cross}, sink {sink}"
+            );
+        }
+        // Back to a non-sink of its own server: the usual flow.
+        assert_eq!(
+            flow_rule(&cfg, &code, false, false, None).0,
+            "taint.same_server"
+        );
+        // Sensitive: never a name of code.
+        let secret = Match {
+            code_name: true,
+            ..m(true, "substring", false)
+        };
+        assert_eq!(
+            flow_rule(&cfg, &secret, true, true, None).0,
+            "taint.sensitive"
+        );
+        // Into a sink of its own server, to a destination the client named: a
+        // name of code too (the destination matters for data only).
+        for on_a_named_host in [false, true] {
+            let named = ClientNamed {
+                path: "$.path".into(),
+                on_a_named_host,
+            };
+            assert_eq!(
+                flow_rule(&cfg, &code, false, true, Some(&named)),
+                ("taint.code_name", FlowAction::Allow)
+            );
+        }
+        // The weaker of the two settings.
+        let held = crate::config::TaintConfig {
+            code_name: FlowAction::Hold,
+            ..cfg.clone()
+        };
+        assert_eq!(
+            flow_rule(&held, &code, true, false, None),
+            ("taint.code_name", FlowAction::Hold)
+        );
+        let open = crate::config::TaintConfig {
+            cross_server: FlowAction::Allow,
+            code_name: FlowAction::Block,
+            ..cfg
+        };
+        assert_eq!(
+            flow_rule(&open, &code, true, false, None),
+            ("taint.code_name", FlowAction::Allow)
         );
     }
 
