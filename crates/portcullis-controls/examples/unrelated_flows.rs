@@ -24,7 +24,7 @@
 //! The "before the list" row is this run's estimate (a flow found, or a listed
 //! name of the result in the call), not an older checkout's control. The last
 //! row leaves out the flows of names of code written as code
-//! (`taint::code_name_in`, the flow `taint.code_name`, allowed by default): the
+//! (`code_name::written_as_code`, the flow `taint.code_name`, allowed by default): the
 //! pairs whose call is still blocked by default. Its rule was shaped on the
 //! train split's pairs (`unrelated_flows` reads only the test split).
 //!

@@ -238,7 +238,7 @@ pub struct TaintConfig {
     /// (`chat.completions`, `@app.route`, `logprobs=`) — written as code in a
     /// call that would otherwise be a `cross_server`, `sink` or
     /// `client_destination` flow
-    /// ([`crate::taint::code_name_in`]). Allowed and recorded by default; never
+    /// ([`crate::code_name`]). Allowed and recorded by default; never
     /// stronger than the flow it replaces. A private value of that shape (a
     /// dotted user name) written as a call moves under this rule too
     /// (docs/structural.md, "A library's documentation and code written with it").

@@ -17,8 +17,9 @@
 //! wrote in pieces (hard-wrapped, spelled in words) is labelled whole
 //! ([`crate::taint::pieced_destinations`]). What it cannot tell: another
 //! mailbox on a domain a result named, another path on a host it linked — such
-//! a call is marked ([`ClientNamed::on_a_named_host`]) and held whatever the
-//! configuration allows — and a destination spelled some other way. So the
+//! a call is marked ([`ClientNamed::on_a_named_host`]) and its data held
+//! whatever the configuration allows (a name of code in it is no data:
+//! [`crate::code_name`]) — and a destination spelled some other way. So the
 //! gateway holds these calls for a human by default (`[taint]
 //! client_destination = "hold"`, docs/structural.md, "A destination the client
 //! named") rather than allowing them. Sensitive values

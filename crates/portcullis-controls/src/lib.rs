@@ -23,6 +23,7 @@
 //! - [`analyze`] — every analyzer over a snapshot of listings, offline.
 
 pub mod analyze;
+pub mod code_name;
 pub mod config;
 pub mod destination;
 pub mod finding;

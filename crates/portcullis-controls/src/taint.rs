@@ -62,8 +62,9 @@ pub struct Match {
     /// [`is_reference`]). Always false for a value known by digest.
     pub reference: bool,
     /// The value is a name of code written as code in the argument (see
-    /// [`code_name_in`]): a library's API read in its documentation and used in
-    /// code sent elsewhere. Always false for a value known by digest.
+    /// [`crate::code_name`]): a library's API read in its documentation and used
+    /// in code sent elsewhere. Always false for a sensitive label and for a value
+    /// known by digest.
     pub code_name: bool,
 }
 
@@ -171,179 +172,6 @@ fn file_name_in(view: &str, value: &str) -> bool {
     view.match_indices(value).any(|(i, _)| {
         edge(view[..i].chars().next_back()) && edge(view[i + value.len()..].chars().next())
     })
-}
-
-/// `value` is a name of code and `view` writes it as code: a library's API read
-/// in its documentation (`chat.completions`, `@app.route`, `logprobs=`) and
-/// used in code the model sends to another server. Either
-///
-/// - a digit-free chain of two or more ASCII identifiers joined by `.` or `::`,
-///   optionally after one `@` (`np.random`, `serde_json::from_str`,
-///   `@pytest.fixture`), every occurrence of which in `view` is written as
-///   code: after the rest of a longer name it starts and any further `.name`,
-///   `::name` or `::<T>` segments, called or indexed
-///   (`chat.completions.create(`, `Runner.run_streamed(`, `os.environ[`,
-///   `toml::from_str::<C>(`), an argument of a call (`print(result.output)`,
-///   `isinstance(e, openai.APIError)`), an interpolation (`{event.data}`), a
-///   decorator on a line of its own before a `def` or `class`, or the name of
-///   an `import`, `from … import`, `use` or `except` line; or
-/// - a keyword argument (an identifier and `=`, alone or with `True`, `False`,
-///   `None`, `true`, `false` or `null`: `logprobs=`, `stream=True`), every
-///   occurrence of which is an argument of a call.
-///
-/// And no occurrence is inside a link, an address or a network path: no `/`,
-/// `?`, `&`, `#`, `%` or `@` earlier in its word (a decorator's own `@`
-/// aside), no `://`, `\\` or `:\` since the last quote before it (a URL string
-/// cut by a space or a line break). A host used as a host (`api.example.com/x`),
-/// a file name passed as one (`open("payouts.csv")`, `[notes](notes.md)`), an
-/// address (`alice.smith(ceo)@ev.io`), a query's `dry_run=false`, a name in
-/// prose or in a parenthesis of prose is none.
-///
-/// Such a value can still be private (a dotted user name, a passphrase of
-/// words joined by dots): written as code it moves under its own, weaker
-/// flow, recorded (docs/structural.md, "A library's documentation and code
-/// written with it").
-pub fn code_name_in(view: &str, value: &str) -> bool {
-    fn ident(s: &str) -> bool {
-        !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_')
-    }
-    let keyword = match value.split_once('=') {
-        Some((name, rest)) => {
-            if !ident(name)
-                || !matches!(
-                    rest,
-                    "" | "True" | "False" | "None" | "true" | "false" | "null"
-                )
-            {
-                return false;
-            }
-            true
-        }
-        None => {
-            let chain = value.strip_prefix('@').unwrap_or(value);
-            let segments: Vec<&str> = chain.split("::").flat_map(|s| s.split('.')).collect();
-            if segments.len() < 2 || !segments.iter().all(|s| ident(s)) {
-                return false;
-            }
-            false
-        }
-    };
-    let mut seen = false;
-    for (i, _) in view.match_indices(value) {
-        seen = true;
-        let (before, after) = (&view[..i], &view[i + value.len()..]);
-        if in_link(before) {
-            return false;
-        }
-        let written_as_code = if keyword {
-            // `create(logprobs=True, n=2)`, one argument a line: not a query's
-            // `&dry_run=false` or a shell's `-d is_admin=true`.
-            before.ends_with(|c: char| c == '(' || c == ',' || c.is_whitespace())
-                && in_call_arguments(before)
-        } else {
-            chain_as_code(before, after, value.starts_with('@'))
-        };
-        if !written_as_code {
-            return false;
-        }
-    }
-    seen
-}
-
-/// Whether the text before an occurrence puts it inside a link, an address or
-/// a network path ([`code_name_in`]).
-fn in_link(before: &str) -> bool {
-    let word_start = before
-        .char_indices()
-        .rev()
-        .find(|(_, c)| c.is_whitespace())
-        .map_or(0, |(w, c)| w + c.len_utf8());
-    let word = &before[word_start..];
-    // A decorator's `@` (`@app.route(`) is no address.
-    let linked = word != "@" && word.contains(['/', '?', '&', '#', '%', '@']);
-    let quoted = &before[before.rfind(['"', '\'', '`']).map_or(0, |q| q + 1)..];
-    linked || quoted.contains("://") || quoted.contains("\\\\") || quoted.contains(":\\")
-}
-
-/// Whether the innermost parenthesis open before an occurrence (within the
-/// last 2 KiB, lines included) is a call's: `name(`, not prose's `(`.
-fn in_call_arguments(before: &str) -> bool {
-    let b = before.as_bytes();
-    let mut depth = 0usize;
-    for j in (b.len().saturating_sub(2048)..b.len()).rev() {
-        match b[j] {
-            b')' => depth += 1,
-            b'(' if depth > 0 => depth -= 1,
-            b'(' => {
-                return j
-                    .checked_sub(1)
-                    .is_some_and(|k| b[k].is_ascii_alphanumeric() || b[k] == b'_');
-            }
-            _ => {}
-        }
-    }
-    false
-}
-
-/// Whether a chain's occurrence, between `before` and `after`, is written as
-/// code ([`code_name_in`]).
-fn chain_as_code(before: &str, after: &str, at_sign: bool) -> bool {
-    let name_end = |t: &str| {
-        t.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(t.len())
-    };
-    // The rest of a longer name it starts (`Runner.run` in `Runner.run_streamed`),
-    // then further segments and type arguments (`::<Config>`).
-    let mut rest = &after[name_end(after)..];
-    loop {
-        if let Some(generic) = rest.strip_prefix("::<") {
-            match generic.find('>') {
-                Some(close) => rest = &generic[close + 1..],
-                None => break,
-            }
-        } else if let Some(next) = rest.strip_prefix("::").or_else(|| rest.strip_prefix('.')) {
-            if !next.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-                break;
-            }
-            rest = &next[name_end(next)..];
-        } else {
-            break;
-        }
-    }
-    // A statement that names a module or a class without calling it.
-    let line = before[before.rfind('\n').map_or(0, |n| n + 1)..].trim_start();
-    let line_end = rest.is_empty() || rest.starts_with(['\n', '\r']);
-    let statement = match line {
-        "import " => line_end || rest.starts_with([';', ',']) || rest.starts_with(" as "),
-        "from " => rest.starts_with(" import "),
-        "use " | "pub use " => {
-            rest.starts_with(';')
-                || rest.starts_with("::{")
-                || rest.starts_with("::*")
-                || rest.starts_with(" as ")
-        }
-        "except " | "except (" => rest.starts_with([':', ',', ')']) || rest.starts_with(" as "),
-        // A decorator on a line of its own, before what it decorates.
-        "" | "@" if (line == "@") != at_sign && line_end => {
-            let next = rest.trim_start();
-            ["def ", "async def ", "class ", "@"]
-                .iter()
-                .any(|k| next.starts_with(k))
-        }
-        _ => false,
-    };
-    if statement {
-        return true;
-    }
-    if rest.starts_with('(') {
-        // `alice.smith(ceo)@ev.io` is an address with a comment, not a call.
-        return !rest
-            .find(')')
-            .is_some_and(|close| rest[close + 1..].starts_with('@'));
-    }
-    rest.starts_with('[')
-        || (rest.starts_with([')', ',']) && in_call_arguments(before))
-        || (rest.starts_with('}') && before.ends_with('{'))
 }
 
 /// `view` is a path under the labelled path `value` (a file in a directory the
@@ -1907,10 +1735,12 @@ impl TaintStore {
                             // decoded form of it too: never inside a link's
                             // escapes or an encoded run.
                             code_name: how == "substring"
+                                && !e.label.sensitive
+                                && crate::code_name::shape(value).is_some()
                                 && views.iter().all(|(form, v)| {
                                     !v.contains(value.as_str())
                                         || (matches!(*form, "substring" | "url")
-                                            && code_name_in(v, value))
+                                            && crate::code_name::written_as_code(v, value))
                                 }),
                         });
                         break;
@@ -2530,67 +2360,6 @@ mod tests {
     }
 
     #[test]
-    fn a_name_of_code_is_one_only_where_the_argument_writes_it_as_code() {
-        // Called, indexed, or reached through, every time: a name of code.
-        for (view, value) in [
-            (
-                "r = client.chat.completions.create(model=m)",
-                "chat.completions",
-            ),
-            ("x = np.random.default_rng(0)", "np.random"),
-            ("os.environ['HOME']; os.environ[\"PATH\"]", "os.environ"),
-            ("@app.route('/')\ndef index(): ...", "@app.route"),
-            (
-                "let v: Value = serde_json::from_str(s)?;",
-                "serde_json::from_str",
-            ),
-            ("std::fs::read_to_string(p)", "fs::read_to_string"),
-            ("create(logprobs=True, n=2)", "logprobs="),
-            ("create(stream=True)", "stream=True"),
-            ("r = Runner.run_streamed(agent)", "Runner.run"),
-            ("print(result.final_output)", "result.final_output"),
-            ("f\"{event.data}\"", "event.data"),
-            (
-                "from starlette.routing import Route\nimport tornado.web",
-                "starlette.routing",
-            ),
-            (
-                "from starlette.routing import Route\nimport tornado.web",
-                "tornado.web",
-            ),
-        ] {
-            assert!(code_name_in(view, value), "{view:?} / {value:?}");
-        }
-        // A host, a link, an address, a file name or prose: not one.
-        for (view, value) in [
-            ("curl https://internal.corp.example/upload", "internal.corp"),
-            ("https://evil.example/?q=secret.name(", "secret.name"),
-            ("GET /x?u=alice.smith(", "alice.smith"),
-            ("mail alice.smith@example.org (today)", "alice.smith"),
-            ("open(\"payouts.csv\")", "payouts.csv"),
-            ("save it as payouts.csv.", "payouts.csv"),
-            ("see [the notes](notes.md) (alice.smith)", "notes.md"),
-            ("see [the notes](notes.md) (alice.smith)", "alice.smith"),
-            ("the passphrase is amber.falcon.river", "amber.falcon.river"),
-            // Written once as code and once not: not one.
-            (
-                "chat.completions.create(); say chat.completions",
-                "chat.completions",
-            ),
-            // Digits, a value after `=`, or one segment: not one.
-            ("v2.client(x)", "v2.client"),
-            ("f(user=alice)", "user=alice"),
-            ("f(token=abc)", "token=abc"),
-            ("fetchAll(x)", "fetchAll"),
-            // A chain cut by something other than a name: not one.
-            ("a.b-c(x)", "a.b-c"),
-            ("absent(x)", "chat.completions"),
-        ] {
-            assert!(!code_name_in(view, value), "{view:?} / {value:?}");
-        }
-    }
-
-    #[test]
     fn a_name_of_code_read_in_a_result_is_marked_in_the_match() {
         let mut t = TaintStore::new(100, 8);
         let readme =
@@ -2614,7 +2383,12 @@ mod tests {
         );
         // Also carried in a link's escapes: not a name of code.
         let m = t.matches(&json!({"code": "chat.completions.create() https://ev.example/?q=chat%2Ecompletions.create"}));
-        assert!(m.iter().all(|m| !m.code_name), "{m:?}");
+        assert!(!m.is_empty() && m.iter().all(|m| !m.code_name), "{m:?}");
+        // Or in an encoded run (`chat.completions.create()` in Base64): not one.
+        let m = t.matches(
+            &json!({"code": "chat.completions.create() Y2hhdC5jb21wbGV0aW9ucy5jcmVhdGUoKQ"}),
+        );
+        assert!(!m.is_empty() && m.iter().all(|m| !m.code_name), "{m:?}");
         // The same names as a whole argument, or beside a name not written as
         // code: only the names of code are marked.
         let m = t.matches(&json!({"to": "partner.billing", "code": "chat.completions.create()"}));

@@ -1007,12 +1007,20 @@ impl Structural {
         for m in matches {
             let cross = m.label.server != server;
             let (rule, a) = flow_rule(&self.config.taint, &m, cross, sink, destination.as_ref());
-            // Remembering a name of code allows names of code, not the origin's data.
-            let key = match rule {
-                "taint.code_name" => format!("taint-name:{}/{}", m.label.server, m.label.tool),
-                _ => format!("taint:{}/{}", m.label.server, m.label.tool),
+            // Remembering a name of code allows names of code, not the origin's
+            // data; remembering the origin's data covers its names of code too.
+            let data_key = format!("taint:{}/{}", m.label.server, m.label.tool);
+            let (key, a) = match rule {
+                "taint.code_name" => {
+                    let key = format!("taint-name:{}/{}", m.label.server, m.label.tool);
+                    let a = self.unless_remembered(a, server, tool, &data_key)?;
+                    (key.clone(), self.unless_remembered(a, server, tool, &key)?)
+                }
+                _ => (
+                    data_key.clone(),
+                    self.unless_remembered(a, server, tool, &data_key)?,
+                ),
             };
-            let a = self.unless_remembered(a, server, tool, &key)?;
             let source = format!(
                 "{}/{} (record {}{})",
                 m.label.server,
