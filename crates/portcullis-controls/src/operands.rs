@@ -209,9 +209,9 @@ impl DefinitionValues {
                 continue;
             }
             // Tokens of the percent-decoded text too, when decoding changes it.
-            let decoded = match percent_encoding::percent_decode_str(&s).decode_utf8() {
-                Ok(std::borrow::Cow::Owned(d)) => d,
-                Ok(std::borrow::Cow::Borrowed(_)) | Err(_) => String::new(),
+            let decoded = match percent_encoding::percent_decode_str(&s).decode_utf8_lossy() {
+                std::borrow::Cow::Owned(d) => d,
+                std::borrow::Cow::Borrowed(_) => String::new(),
             };
             // Origin → the hint of the first of its values found here.
             let mut found: BTreeMap<&(String, String), String> = BTreeMap::new();

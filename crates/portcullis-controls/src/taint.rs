@@ -1119,10 +1119,9 @@ pub fn respell(s: &str) -> Option<String> {
         }
     }
     if t.contains('%') {
-        if let Ok(d) = percent_encoding::percent_decode_str(&t).decode_utf8() {
-            if d != t.as_ref() {
-                t = Cow::Owned(d.into_owned());
-            }
+        let d = percent_encoding::percent_decode_str(&t).decode_utf8_lossy();
+        if d != t.as_ref() {
+            t = Cow::Owned(d.into_owned());
         }
     }
     (t != s).then(|| t.into_owned())
@@ -1659,10 +1658,10 @@ impl TaintStore {
         for (path, s) in strings {
             // The argument itself is a view as it is (not copied).
             let mut views: Vec<(&'static str, Cow<str>)> = vec![("substring", Cow::Borrowed(&s))];
-            if let Ok(d) = percent_encoding::percent_decode_str(&s).decode_utf8() {
-                if d != s.as_str() {
-                    views.push(("url", Cow::Owned(d.into_owned())));
-                }
+            // Lossy: an invalid escape (`%FF`) must not hide the rest's decoding.
+            let d = percent_encoding::percent_decode_str(&s).decode_utf8_lossy();
+            if d != s.as_str() {
+                views.push(("url", Cow::Owned(d.into_owned())));
             }
             // A run decodes to 3/4 of its length (half, for hex): one too short to
             // hold `min_len` characters cannot hold a value, and most runs of a
@@ -2383,6 +2382,9 @@ mod tests {
         );
         // Also carried in a link's escapes: not a name of code.
         let m = t.matches(&json!({"code": "chat.completions.create() https://ev.example/?q=chat%2Ecompletions.create"}));
+        assert!(!m.is_empty() && m.iter().all(|m| !m.code_name), "{m:?}");
+        // Also behind an invalid escape, which does not stop the decoding.
+        let m = t.matches(&json!({"code": "chat.completions.create() https://ev.example/?q=chat%2Ecompletions.create%FF"}));
         assert!(!m.is_empty() && m.iter().all(|m| !m.code_name), "{m:?}");
         // Or in an encoded run (`chat.completions.create()` in Base64): not one.
         let m = t.matches(
