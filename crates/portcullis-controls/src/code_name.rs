@@ -59,55 +59,77 @@ pub fn shape(value: &str) -> Option<Shape> {
 /// Whether `view` writes `value` as code, at every occurrence (see the module
 /// docs and docs/structural.md for what counts as code).
 pub fn written_as_code(view: &str, value: &str) -> bool {
-    let Some(shape) = shape(value) else {
-        return false;
-    };
-    let literals = literals(view);
-    let mut seen = false;
-    for (i, _) in view.match_indices(value) {
-        seen = true;
-        let before = &view[..i];
-        let rest_of_view = &view[i + value.len()..];
-        // What follows is read as far as the window, like what precedes.
-        let after = &rest_of_view[..floor_boundary(rest_of_view, rest_of_view.len().min(WINDOW))];
-        let Some(line) = line_before(before) else {
-            return false;
-        };
-        if in_link(before, line) || in_address(after) {
-            return false;
-        }
-        // Inside a string literal: code only when interpolated (`f"{event.data}"`,
-        // `` `${glob.sync(p)}` ``) in a string that holds no link so far.
-        // The literals are in order and apart: the last one opened before `i`.
-        let opened = literals.partition_point(|l| l.start <= i);
-        if let Some(lit) = opened
-            .checked_sub(1)
-            .map(|k| &literals[k])
-            .filter(|l| i < l.end)
-        {
-            let so_far = &view[lit.start..i];
-            let interpolated = lit.interpolation.is_some_and(|open| before.ends_with(open))
-                && past_the_name(after).starts_with(['}', '(', '[']);
-            if !interpolated || linked(so_far) {
-                return false;
-            }
-            continue;
-        }
-        let as_code = match shape {
-            // `create(logprobs=True, n=2)`, one argument a line: not a query's
-            // `&dry_run=false` or a shell's `-d is_admin=true`.
-            Shape::Keyword => before.trim_end().ends_with(['(', ',']) && in_call_arguments(before),
-            Shape::Chain { dotted, at_sign } => {
-                // A decorator begins its line; `ops@evil.example` is an address.
-                (!at_sign || line.trim_start().is_empty())
-                    && chain_as_code(before, line, after, dotted, at_sign)
-            }
-        };
-        if !as_code {
-            return false;
+    shape(value).is_some_and(|shape| Code::new(view).writes(value, shape))
+}
+
+/// An argument's text read once for its string literals, so that every
+/// labelled value found in it is judged without reading it again.
+pub struct Code<'a> {
+    view: &'a str,
+    literals: Vec<Literal>,
+}
+
+impl<'a> Code<'a> {
+    pub fn new(view: &'a str) -> Self {
+        Code {
+            view,
+            literals: literals(view),
         }
     }
-    seen
+
+    /// Whether the text writes `value`, of shape `shape` (its `shape`), as
+    /// code at every occurrence.
+    pub fn writes(&self, value: &str, shape: Shape) -> bool {
+        let (view, literals) = (self.view, &self.literals);
+        let mut seen = false;
+        for (i, _) in view.match_indices(value) {
+            seen = true;
+            let before = &view[..i];
+            let rest_of_view = &view[i + value.len()..];
+            // What follows is read as far as the window, like what precedes.
+            let after =
+                &rest_of_view[..floor_boundary(rest_of_view, rest_of_view.len().min(WINDOW))];
+            let Some(line) = line_before(before) else {
+                return false;
+            };
+            if in_link(before, line) || in_address(after) {
+                return false;
+            }
+            // Inside a string literal: code only when interpolated (`f"{event.data}"`,
+            // `` `${glob.sync(p)}` ``) in a string that holds no link so far.
+            // The literals are in order and apart: the last one opened before `i`.
+            let opened = literals.partition_point(|l| l.start <= i);
+            if let Some(lit) = opened
+                .checked_sub(1)
+                .map(|k| &literals[k])
+                .filter(|l| i < l.end)
+            {
+                let so_far = &view[lit.start..i];
+                let interpolated = lit.interpolation.is_some_and(|open| before.ends_with(open))
+                    && past_the_name(after).starts_with(['}', '(', '[']);
+                if !interpolated || linked(so_far) {
+                    return false;
+                }
+                continue;
+            }
+            let as_code = match shape {
+                // `create(logprobs=True, n=2)`, one argument a line: not a query's
+                // `&dry_run=false` or a shell's `-d is_admin=true`.
+                Shape::Keyword => {
+                    before.trim_end().ends_with(['(', ',']) && in_call_arguments(before)
+                }
+                Shape::Chain { dotted, at_sign } => {
+                    // A decorator begins its line; `ops@evil.example` is an address.
+                    (!at_sign || line.trim_start().is_empty())
+                        && chain_as_code(before, line, after, dotted, at_sign)
+                }
+            };
+            if !as_code {
+                return false;
+            }
+        }
+        seen
+    }
 }
 
 /// A string literal of code: its content's byte range, and

@@ -168,8 +168,9 @@ fn default_param_action() -> ParamAction {
     ParamAction::Strip
 }
 
-/// What happens to a tool call that carries a labelled value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What happens to a tool call that carries a labelled value. Ordered by
+/// strength (declaration order): `max` is the stronger of two, `min` the weaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlowAction {
     Allow,
@@ -346,4 +347,18 @@ fn default_tt() -> portcullis_core::Severity {
 }
 fn default_hold_at() -> portcullis_core::Severity {
     portcullis_core::Severity::High
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FlowAction;
+
+    #[test]
+    fn flow_actions_are_ordered_by_strength() {
+        // The taint control takes `max` for "strongest wins" and `min` for
+        // "never stronger than": reordering the variants would invert both.
+        assert!(FlowAction::Allow < FlowAction::Hold && FlowAction::Hold < FlowAction::Block);
+        assert_eq!(FlowAction::Hold.max(FlowAction::Allow), FlowAction::Hold);
+        assert_eq!(FlowAction::Hold.min(FlowAction::Block), FlowAction::Hold);
+    }
 }

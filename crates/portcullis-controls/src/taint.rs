@@ -1705,6 +1705,10 @@ impl TaintStore {
                 .zip(by_finder)
                 .map(|((_, v), by)| Some(self.finder.as_ref().filter(|_| by)?.found(v)))
                 .collect();
+            // Each view read for its string literals at most once, when a value
+            // shaped as a name of code is found in it.
+            let code: Vec<std::cell::OnceCell<crate::code_name::Code>> =
+                views.iter().map(|_| std::cell::OnceCell::new()).collect();
             for (value, e) in &self.values {
                 if !self.fresh(e, now) {
                     continue;
@@ -1735,11 +1739,14 @@ impl TaintStore {
                             // escapes or an encoded run.
                             code_name: how == "substring"
                                 && !e.label.sensitive
-                                && crate::code_name::shape(value).is_some()
-                                && views.iter().all(|(form, v)| {
-                                    !v.contains(value.as_str())
-                                        || (matches!(*form, "substring" | "url")
-                                            && crate::code_name::written_as_code(v, value))
+                                && crate::code_name::shape(value).is_some_and(|shape| {
+                                    views.iter().zip(&code).all(|((form, v), code)| {
+                                        !v.contains(value.as_str())
+                                            || (matches!(*form, "substring" | "url")
+                                                && code
+                                                    .get_or_init(|| crate::code_name::Code::new(v))
+                                                    .writes(value, shape))
+                                    })
                                 }),
                         });
                         break;

@@ -474,30 +474,6 @@ fn flow_severity(a: FlowAction) -> Severity {
     }
 }
 
-fn rank(x: FlowAction) -> u8 {
-    match x {
-        FlowAction::Allow => 0,
-        FlowAction::Hold => 1,
-        FlowAction::Block => 2,
-    }
-}
-
-fn stronger(a: FlowAction, b: FlowAction) -> FlowAction {
-    if rank(b) > rank(a) {
-        b
-    } else {
-        a
-    }
-}
-
-fn weaker(a: FlowAction, b: FlowAction) -> FlowAction {
-    if rank(b) < rank(a) {
-        b
-    } else {
-        a
-    }
-}
-
 impl Structural {
     /// Open the state store and load the taint labels it keeps (so a value
     /// read before a restart is still caught); `canaries` (the detector's) and
@@ -964,7 +940,7 @@ impl Structural {
                 o.category.replace('_', " ")
             ));
             flow.allow_keys.push(o.path.clone());
-            flow.action = stronger(flow.action, FlowAction::Hold);
+            flow.action = flow.action.max(FlowAction::Hold);
         }
         Ok(())
     }
@@ -1062,7 +1038,7 @@ impl Structural {
                 "target_class": if sink { "sink" } else { "normal" }, "rule": rule,
             }));
             flow.allow_keys.push(key);
-            flow.action = stronger(flow.action, a);
+            flow.action = flow.action.max(a);
         }
         for m in from_definitions {
             let key = format!("definition:{}/{}", m.origin_server, m.origin_tool);
@@ -1088,7 +1064,7 @@ impl Structural {
                 "rule": "taint.definition",
             }));
             flow.allow_keys.push(key);
-            flow.action = stronger(flow.action, a);
+            flow.action = flow.action.max(a);
         }
         Ok(())
     }
@@ -1692,7 +1668,7 @@ fn flow_rule(
     // no data, wherever the call sends it.
     match data_flow_rule(cfg, m, cross, sink, client_named) {
         ("taint.cross_server" | "taint.sink" | "taint.client_destination", a) if m.code_name => {
-            ("taint.code_name", weaker(cfg.code_name, a))
+            ("taint.code_name", cfg.code_name.min(a))
         }
         rule => rule,
     }
@@ -1714,7 +1690,7 @@ fn data_flow_rule(
         ("taint.same_server_reference", cfg.same_server_reference)
     } else if let (true, Some(d)) = (sink, client_named) {
         let a = if d.on_a_named_host {
-            stronger(cfg.client_destination, FlowAction::Hold)
+            cfg.client_destination.max(FlowAction::Hold)
         } else {
             cfg.client_destination
         };

@@ -54,6 +54,11 @@ const NOTES: &[(&str, &str)] = &[
         "meeting",
         "Design review on Thursday at 10:00 in room 4B; bring the latency numbers.",
     ),
+    (
+        "paging",
+        "Paging: `ledger.next_page` returns the next batch of rows, or an empty \
+         list after the last one. Rows of batch 7Q2M-0042 are kept for a week.",
+    ),
 ];
 
 /// State shared by every connection of one server process (HTTP sessions included), so

@@ -718,6 +718,75 @@ async fn a_canary_from_one_server_is_blocked_on_its_way_to_another() {
     }
 }
 
+/// A library's name (`ledger.next_page`) read from one server's result and
+/// written as code into another server's tool is its own flow,
+/// `taint.code_name`. Held here (`code_name = "hold"`); `review approve
+/// --remember` on it allows later names of code from that origin, and never the
+/// origin's data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remembered_name_of_code_never_allows_the_data_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = pair(
+        dir.path(),
+        &["--profile", "benign"],
+        &["--profile", "benign"],
+        "[taint]\ncode_name = \"hold\"",
+    )
+    .await;
+    tools(&p).await;
+    let r = call(&p, "alpha__read_note", json!({"name": "paging"}))
+        .await
+        .unwrap();
+    assert!(text_of(&r).contains("ledger.next_page"), "{r}");
+    let code = |var: &str| format!("{var} = ledger.next_page()\nprint(len({var}))");
+    // Held for a human, as a name of code (not blocked as cross-server data).
+    let r = call(&p, "beta__echo", json!({"text": code("rows")}))
+        .await
+        .unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+    let items = pending(&p.state);
+    assert_eq!(items.len(), 1, "{items:?}");
+    let id = items[0]["id"].to_string();
+    let item = review_json(&p.state, id.parse().unwrap());
+    assert_eq!(item["findings"][0]["rule"], "taint.code_name", "{item}");
+    review(&p.state, &["approve", &id, "--remember"]);
+    // The same origin's data beside the name: still blocked as data.
+    let with_data = format!("{}  # batch 7Q2M-0042", code("rows"));
+    let r = call(&p, "beta__echo", json!({"text": with_data}))
+        .await
+        .unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+    let blocked = structural_records(&p.audit)
+        .into_iter()
+        .rfind(|r| r["channel"] == "tool_arguments" && r["status"] == "BLOCK")
+        .expect("a blocked call");
+    let rules = blocked["stages"][0]["findings"].to_string();
+    assert!(rules.contains("taint.cross_server"), "{rules}");
+    // The name written in prose, not as code, is data too: blocked.
+    let r = call(
+        &p,
+        "beta__echo",
+        json!({"text": "see ledger.next_page in the notes"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r["isError"], true, "{r}");
+    // Other code with the same origin's names: remembered, so it passes (last:
+    // beta's echo of it labels the name as beta's own).
+    let r = call(&p, "beta__echo", json!({"text": code("batch")}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&r), code("batch"), "{r}");
+    let passed = structural_records(&p.audit)
+        .into_iter()
+        .rfind(|r| r["channel"] == "tool_arguments")
+        .expect("the call's record");
+    assert_eq!(passed["status"], "ALLOW", "{passed}");
+    let f = &passed["stages"][0]["findings"][0];
+    assert_eq!(f["rule"], "taint.code_name", "{passed}");
+    assert_eq!(f["severity"], "low", "{passed}");
+}
+
 /// A link or address a server returned, passed whole to that server's sink
 /// (following a result, replying to a sender), is its own flow; the same link
 /// with data appended, or sent to another server, is not.
