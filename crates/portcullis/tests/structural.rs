@@ -771,6 +771,17 @@ async fn a_remembered_name_of_code_never_allows_the_data_beside_it() {
     .await
     .unwrap();
     assert_eq!(r["isError"], true, "{r}");
+    let last = structural_records(&p.audit)
+        .into_iter()
+        .rfind(|r| r["channel"] == "tool_arguments")
+        .expect("the call's record");
+    assert_eq!(last["status"], "BLOCK", "{last}");
+    assert!(
+        last["stages"][0]["findings"]
+            .to_string()
+            .contains("taint.cross_server"),
+        "{last}"
+    );
     // Other code with the same origin's names: remembered, so it passes (last:
     // beta's echo of it labels the name as beta's own).
     let r = call(&p, "beta__echo", json!({"text": code("batch")}))
