@@ -886,35 +886,15 @@ impl Inspector {
             }
             Status::Review => {}
         }
-        let (sanitized, removed) = match flagged_ranges(value, &record, Cut::Sentence) {
-            Located::Ranges(ranges, dropped) => {
-                match cut_located(value, ranges, &dropped, Cut::Sentence) {
-                    Some(cut) => cut,
-                    None => {
-                        record
-                            .reasons
-                            .push("sanitize: a flagged range is not in its string; held".into());
-                        return (false, record);
-                    }
-                }
-            }
-            Located::Nowhere => {
-                record.reasons.push(
-                    "sanitize: a finding names no sentence or optional schema property to \
-                     remove (a key of something else, a span off the text); held"
-                        .into(),
-                );
-                return (false, record);
-            }
-            // Not cut by where a learned stage scores highest, as a result is:
-            // measured on the corpus's poisoned definitions, half of what such
-            // cuts left still steered the model (docs/gateway.md).
-            Located::Whole => {
-                record.reasons.push(
-                    "sanitize: no finding points at the flagged text (a learned stage \
-                     scored the entry as a whole), so there is nothing to cut; held"
-                        .into(),
-                );
+        let (sanitized, removed) = match cut_flagged(value, &record, Cut::Sentence) {
+            Ok(cut) => cut,
+            // `Uncut::Whole` is not cut where a learned stage scores highest, as
+            // a result is: of 72 poisoned corpus definitions such cuts forwarded,
+            // 37 still steered the model (docs/gateway.md).
+            Err(uncut) => {
+                record
+                    .reasons
+                    .push(format!("sanitize: {}; held", uncut.reason()));
                 return (false, record);
             }
         };
@@ -1125,24 +1105,63 @@ fn has_text(value: &Value, notice: &str) -> bool {
     }
 }
 
-/// Remove the flagged text (see [`Cut`]) from the fields counted findings name.
-/// The egress guard's findings are left to its masks. `None` when a finding
-/// cannot be located in a string field (a property name or key, a structural
-/// finding, a span off the text) or only a learned stage flagged the text as a
-/// whole: such an item is held, not rewritten.
+/// Why [`cut_flagged`] cut nothing: the item is held, not rewritten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Uncut {
+    /// A finding names no sentence or droppable property: a required
+    /// property's or another key's name, a finding with no path, a span off
+    /// the text.
+    Nowhere,
+    /// No counted finding: the item was flagged as a whole (a learned stage's
+    /// score, a review, an inspection that did not finish).
+    Whole,
+    /// The cut could not be made cleanly: a range or property not where its
+    /// path says, a JSON text the cut would leave broken.
+    Unclean,
+}
+
+impl Uncut {
+    /// The record's words for it.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Uncut::Nowhere => {
+                "a finding names no sentence or optional schema property to remove (a \
+                 required property's or another key's name, a finding with no path, a span \
+                 off the text)"
+            }
+            Uncut::Whole => {
+                "no finding points at the flagged text (it was flagged as a whole: a learned \
+                 stage's score, a review, or an inspection that did not finish), so there is \
+                 nothing to cut"
+            }
+            Uncut::Unclean => {
+                "the flagged text could not be cut out cleanly (a range or property not \
+                 where its path says, or a JSON text the cut would break)"
+            }
+        }
+    }
+}
+
+/// Remove the flagged text (see [`Cut`]) from the fields counted findings name,
+/// and drop the optional schema properties whose names they lie in. The egress
+/// guard's findings are left to its masks.
 pub fn cut_flagged(
     value: &Value,
     record: &DecisionRecord,
     cut: Cut<'_>,
-) -> Option<(Value, Vec<String>)> {
+) -> Result<(Value, Vec<String>), Uncut> {
     match flagged_ranges(value, record, cut) {
-        Located::Ranges(ranges, dropped) => cut_located(value, ranges, &dropped, cut),
-        Located::Nowhere | Located::Whole => None,
+        Located::Ranges(ranges, dropped) => {
+            cut_located(value, ranges, &dropped, cut).ok_or(Uncut::Unclean)
+        }
+        Located::Nowhere => Err(Uncut::Nowhere),
+        Located::Whole => Err(Uncut::Whole),
     }
 }
 
 /// `value` with the optional properties at `dropped` removed and the `ranges`
-/// of its strings cut (see [`Cut`]), and a line per removal for the record.
+/// of its strings cut (see [`Cut`]), and a line per removal for the record;
+/// `None` when one is not where its path says or a JSON text would break.
 fn cut_located(
     value: &Value,
     ranges: BTreeMap<String, Vec<(usize, usize)>>,
@@ -1963,7 +1982,7 @@ mod tests {
         // preset's thresholds make of this description.
         let inspection = reviewed_definition(&detector, &tool);
         assert!(
-            cut_flagged(&tool, &inspection.record, Cut::Sentence).is_some(),
+            cut_flagged(&tool, &inspection.record, Cut::Sentence).is_ok(),
             "{:?}",
             inspection.record.reasons
         );
@@ -1988,11 +2007,11 @@ mod tests {
         assert_ne!(record.action, Action::Sanitize);
     }
 
-    /// An instruction no rule knows (here in Spanish) flags a definition only
+    /// An instruction no rule matches (here in Spanish) flags a definition only
     /// by the learned stage's score of the whole. Nothing points at its text, so
     /// it is held and the record says so: cutting the sentences that score
-    /// highest alone was measured and left half of the corpus's poisoned
-    /// definitions still steering the model (docs/gateway.md).
+    /// highest alone was measured, and of the 72 poisoned corpus definitions
+    /// it forwarded, 37 still steered the model (docs/gateway.md).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_definition_flagged_only_as_a_whole_is_held_and_says_why() {
         let dir = tempfile::tempdir().unwrap();
@@ -2005,20 +2024,39 @@ mod tests {
         let outcome = inspector.tool("s", &mut tool).await.unwrap();
         let record = &outcome.record;
         assert!(
-            record.findings().all(|f| f.path.is_none()),
-            "the premise: no finding points at the text {:?}",
+            record.findings().all(|f| f.allowlisted),
+            "the premise: no finding counts {:?}",
             record.findings().collect::<Vec<_>>()
         );
         assert_eq!(record.status, Status::Review, "{:?}", record.reasons);
         assert!(!outcome.forward, "{:?}", record.reasons);
         assert_eq!(tool, before, "a withheld definition is left as it was");
-        assert_ne!(record.action, Action::Sanitize);
-        assert!(
-            record.reasons.iter().any(|r| r
-                == "sanitize: no finding points at the flagged text (a learned stage scored \
-                    the entry as a whole), so there is nothing to cut; held"),
-            "{:?}",
-            record.reasons
+        let said = format!("sanitize: {}; held", Uncut::Whole.reason());
+        assert!(record.reasons.contains(&said), "{:?}", record.reasons);
+    }
+
+    /// The same path without the model: a definition put at REVIEW with no
+    /// finding is held whole, as it was sent, with the reason.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reviewed_definition_with_nothing_to_cut_is_held_as_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let (inspector, detector) = real_inspector(dir.path(), Duration::from_secs(30));
+        let mut tool = json!({"name": "forecast", "inputSchema": {"type": "object"},
+            "description": "Returns the forecast for a city."});
+        let inspection = reviewed_definition(&detector, &tool);
+        assert!(inspection.record.findings().next().is_none());
+        let before = tool.clone();
+        let never = |_: &Detector, _: &Value, _: RecordMeta| -> Result<Inspection, String> {
+            Err("nothing is re-inspected when nothing is cut".into())
+        };
+        let (forward, record) = inspector
+            .metadata_decision(inspection, &mut tool, never)
+            .await;
+        assert!(!forward);
+        assert_eq!(tool, before);
+        assert_eq!(
+            record.reasons.last().map(String::as_str),
+            Some(format!("sanitize: {}; held", Uncut::Whole.reason()).as_str())
         );
     }
 
@@ -2077,11 +2115,17 @@ mod tests {
         assert_eq!(shown, cut);
         // Required: the tool would not work without it; held.
         let required = tool(&[key], key);
-        assert!(cut_flagged(&required, &judged(&required).record, Cut::Sentence).is_none());
+        assert_eq!(
+            cut_flagged(&required, &judged(&required).record, Cut::Sentence).err(),
+            Some(Uncut::Nowhere)
+        );
         // A key outside the schema's properties (`_meta`): held.
         let mut meta_key = tool(&[], "plain");
         meta_key["_meta"] = json!({ key: true });
-        assert!(cut_flagged(&meta_key, &judged(&meta_key).record, Cut::Sentence).is_none());
+        assert_eq!(
+            cut_flagged(&meta_key, &judged(&meta_key).record, Cut::Sentence).err(),
+            Some(Uncut::Nowhere)
+        );
         // An injected name of an object property: its sub-properties' names
         // and descriptions are flagged too, and go with it.
         let mut nested = tool(&[], "plain");
